@@ -1,0 +1,28 @@
+//! The shared ground of agent-tools: the `Tool` trait, tiers and surfaces, the registry that
+//! binds tool families to a run's resources, and the one dispatch path every call takes.
+//!
+//! Nothing here spawns a process or knows a transport: the umbrella crate serves a
+//! [`Dispatcher`] over MCP, and family crates register their tools through a
+//! [`RegistryBuilder`].
+
+mod approval;
+mod dispatch;
+mod error;
+mod question;
+mod registry;
+mod schema;
+mod tier;
+mod tool;
+mod workspace;
+
+pub use crate::{
+    approval::ApprovalPolicy,
+    dispatch::{Dispatcher, DispatcherOptions, Next, ToolCall, Wrapper},
+    error::{ArgumentError, Error, Result, ToolError},
+    question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
+    registry::{Registry, RegistryBuilder, Run, ToolSpec},
+    schema::{schema_for, schema_signature},
+    tier::{Surface, Tier},
+    tool::{AnyTool, CallContext, Image, PreparedCall, Tool, ToolOutput, ToolResult},
+    workspace::{FileChange, Workspace},
+};
