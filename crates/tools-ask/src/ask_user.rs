@@ -1,0 +1,372 @@
+//! The `ask_user` tool: a numbered card, and what each way of answering it means for the agent.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tools_core::{
+    Answer, CallContext, Card, CardKind, CardOption, Questions, Tier, Tool, ToolError, ToolOutput,
+};
+
+/// Ask the person running this session a question and wait for their answer.
+///
+/// Use it only when the work cannot go on sensibly without a human decision: a choice between
+/// designs with real trade-offs, a missing requirement, permission for something risky. Do not
+/// ask what you can find out by reading the code. The person sees a numbered card with your
+/// question, the context and the options; they may pick options, type an answer, or skip.
+/// A skipped question is not an error: proceed on a stated assumption and do not ask it again.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskUserInput {
+    /// The question, in one or two sentences, answerable without reading the code.
+    pub question: String,
+    /// Why you ask and what depends on the answer; shown under the question.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Choices to offer, most likely first. Leave empty for an open question.
+    #[serde(default)]
+    pub options: Vec<AskOption>,
+    /// Whether the person may type an answer of their own. Defaults to true when there are no
+    /// options and to false when there are.
+    #[serde(default)]
+    pub allow_free_text: Option<bool>,
+    /// Whether several options may be picked. Needs `options`.
+    #[serde(default)]
+    pub multi_select: bool,
+}
+
+/// One choice on the card.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskOption {
+    /// A short label, unique on the card; it is what comes back when picked.
+    pub label: String,
+    /// What picking it means, when the label alone does not say.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// How a card ended, when it ended well enough to be a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The person answered.
+    Answered,
+    /// The person skipped the question: proceed on a stated assumption.
+    Skipped,
+    /// The person declined to answer: proceed on a stated assumption.
+    Declined,
+}
+
+/// The answer to a card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct AskUserOutput {
+    /// The card's number in this run.
+    pub card: u64,
+    /// How the card ended.
+    pub outcome: Outcome,
+    /// The labels of the options picked, in card order.
+    pub selected: Vec<String>,
+    /// What the person typed, if anything.
+    pub text: Option<String>,
+}
+
+/// The `ask_user` tool, bound to the run's question desk.
+pub struct AskUser {
+    questions: Arc<Questions>,
+}
+
+impl AskUser {
+    /// `ask_user` asking through `questions`.
+    pub fn new(questions: Arc<Questions>) -> Self {
+        AskUser { questions }
+    }
+}
+
+const PROCEED: &str = "proceed on your own best assumption, say in your reply what you assumed, and do not ask this question again";
+
+impl Tool for AskUser {
+    type Input = AskUserInput;
+    type Output = AskUserOutput;
+    const NAME: &'static str = "ask_user";
+    const TIER: Tier = Tier::Read;
+
+    async fn call(
+        &self,
+        _context: CallContext,
+        input: AskUserInput,
+    ) -> Result<ToolOutput<AskUserOutput>, ToolError> {
+        let card = card_for(input)?;
+        let labels: Vec<String> = card.options.iter().map(|o| o.label.clone()).collect();
+        let (number, answer) = self.questions.ask(card).await;
+        let output = |outcome, selected, text| AskUserOutput {
+            card: number,
+            outcome,
+            selected,
+            text,
+        };
+        match answer {
+            Answer::Answered { selected, text } => {
+                // Keep card order and drop anything that is not an option on the card.
+                let selected: Vec<String> = labels
+                    .into_iter()
+                    .filter(|label| selected.contains(label))
+                    .collect();
+                let text = text.filter(|t| !t.trim().is_empty());
+                let mut lines = vec![format!("Card {number} answered.")];
+                if !selected.is_empty() {
+                    let quoted: Vec<String> = selected.iter().map(|s| format!("\"{s}\"")).collect();
+                    lines.push(format!("Selected: {}", quoted.join(", ")));
+                }
+                if let Some(text) = &text {
+                    lines.push(format!("They wrote: {text}"));
+                }
+                if selected.is_empty() && text.is_none() {
+                    lines.push(format!("The answer was empty: {PROCEED}."));
+                }
+                Ok(ToolOutput::new(
+                    lines.join("\n"),
+                    output(Outcome::Answered, selected, text),
+                ))
+            }
+            Answer::Skipped => Ok(ToolOutput::new(
+                format!(
+                    "Card {number} was skipped: the person chose not to answer. Do not treat this as an error: {PROCEED}."
+                ),
+                output(Outcome::Skipped, vec![], None),
+            )),
+            Answer::Declined => Ok(ToolOutput::new(
+                format!(
+                    "Card {number} was declined: the person does not want to answer it. {}.",
+                    capitalise(PROCEED)
+                ),
+                output(Outcome::Declined, vec![], None),
+            )),
+            Answer::Cancelled => Err(ToolError::failed(format!(
+                "card {number} was dismissed without an answer; {PROCEED}"
+            ))),
+            Answer::Expired => Err(ToolError::failed(format!(
+                "card {number} expired after {} without an answer; {PROCEED}",
+                humanise(self.questions.expiry())
+            ))),
+            Answer::NoHuman(reason) => Err(ToolError::failed(format!(
+                "no person is connected to answer questions ({reason}); {PROCEED}, and do not call ask_user again in this run"
+            ))),
+        }
+    }
+}
+
+/// Checks the input and turns it into a card; every refusal says what to send instead.
+fn card_for(input: AskUserInput) -> Result<Card, ToolError> {
+    if input.question.trim().is_empty() {
+        return Err(ToolError::failed(
+            "`question` is empty: write the question the person should answer",
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (index, option) in input.options.iter().enumerate() {
+        if option.label.trim().is_empty() {
+            return Err(ToolError::failed(format!(
+                "`options[{index}].label` is empty: give every option a short label"
+            )));
+        }
+        if !seen.insert(option.label.as_str()) {
+            return Err(ToolError::failed(format!(
+                "`options[{index}].label` repeats \"{}\": labels must be unique on a card",
+                option.label
+            )));
+        }
+    }
+    if input.multi_select && input.options.is_empty() {
+        return Err(ToolError::failed(
+            "`multi_select` is true but there are no `options`: add options to pick from, or drop multi_select",
+        ));
+    }
+    let allow_free_text = input.allow_free_text.unwrap_or(input.options.is_empty());
+    if input.options.is_empty() && !allow_free_text {
+        return Err(ToolError::failed(
+            "the card has no `options` and `allow_free_text` is false, so it cannot be answered: add options or allow free text",
+        ));
+    }
+    Ok(Card {
+        number: 0,
+        kind: CardKind::Question,
+        question: input.question,
+        context: input.context.filter(|c| !c.trim().is_empty()),
+        options: input
+            .options
+            .into_iter()
+            .map(|o| CardOption {
+                label: o.label,
+                description: o.description.filter(|d| !d.trim().is_empty()),
+            })
+            .collect(),
+        allow_free_text,
+        multi_select: input.multi_select,
+        expires_in: std::time::Duration::ZERO,
+    })
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// `90s` → "1m 30s", `600s` → "10m".
+pub(crate) fn humanise(duration: std::time::Duration) -> String {
+    let seconds = duration.as_secs();
+    match (seconds / 60, seconds % 60) {
+        (0, 0) => format!("{}ms", duration.as_millis()),
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m {s}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::future::BoxFuture;
+    use std::time::Duration;
+    use tools_core::{QuestionPort, Run, Workspace};
+
+    struct Scripted(Answer, std::sync::Mutex<Vec<Card>>);
+    impl QuestionPort for Scripted {
+        fn ask(&self, card: Card) -> BoxFuture<'_, Answer> {
+            self.1.lock().unwrap().push(card);
+            let answer = self.0.clone();
+            Box::pin(async move {
+                if answer == Answer::Expired {
+                    futures::future::pending::<()>().await;
+                }
+                answer
+            })
+        }
+    }
+
+    fn input(value: serde_json::Value) -> AskUserInput {
+        serde_json::from_value(value).unwrap()
+    }
+
+    async fn ask(
+        answer: Answer,
+        value: serde_json::Value,
+    ) -> (Result<ToolOutput<AskUserOutput>, ToolError>, Vec<Card>) {
+        let port = Arc::new(Scripted(answer, Default::default()));
+        let questions = Arc::new(Questions::new(port.clone(), Duration::from_millis(30)));
+        let context = CallContext {
+            run: Arc::new(Run {
+                workspace: Workspace::new(std::env::temp_dir()).unwrap(),
+                questions: Some(questions.clone()),
+            }),
+        };
+        let result = AskUser::new(questions).call(context, input(value)).await;
+        let cards = port.1.lock().unwrap().clone();
+        (result, cards)
+    }
+
+    fn db_question() -> serde_json::Value {
+        serde_json::json!({
+            "question": "Which database should the service use?",
+            "context": "The schema migration depends on it.",
+            "options": [{"label": "Postgres", "description": "what production runs"}, {"label": "SQLite"}],
+            "allow_free_text": true,
+            "multi_select": true,
+        })
+    }
+
+    #[tokio::test]
+    async fn ask_2_the_card_carries_everything_the_agent_sent() {
+        let (_, cards) = ask(Answer::Skipped, db_question()).await;
+        let card = &cards[0];
+        assert_eq!(card.number, 1);
+        assert_eq!(card.kind, CardKind::Question);
+        assert_eq!(card.question, "Which database should the service use?");
+        assert_eq!(
+            card.context.as_deref(),
+            Some("The schema migration depends on it.")
+        );
+        assert_eq!(
+            card.options[0].description.as_deref(),
+            Some("what production runs")
+        );
+        assert!(card.allow_free_text && card.multi_select);
+    }
+
+    #[tokio::test]
+    async fn ask_1_an_answer_comes_back_in_card_order() {
+        let answer = Answer::Answered {
+            selected: vec!["SQLite".into(), "Postgres".into()],
+            text: Some("both, behind a trait".into()),
+        };
+        let (result, _) = ask(answer, db_question()).await;
+        let output = result.unwrap();
+        assert_eq!(
+            output.text,
+            "Card 1 answered.\nSelected: \"Postgres\", \"SQLite\"\nThey wrote: both, behind a trait"
+        );
+        assert_eq!(output.structured.selected, ["Postgres", "SQLite"]);
+    }
+
+    #[tokio::test]
+    async fn ask_3_a_skip_is_success_with_the_instruction_to_proceed() {
+        let (result, _) = ask(Answer::Skipped, db_question()).await;
+        let output = result.unwrap();
+        assert_eq!(output.structured.outcome, Outcome::Skipped);
+        assert!(
+            output
+                .text
+                .contains("say in your reply what you assumed, and do not ask this question again")
+        );
+    }
+
+    #[tokio::test]
+    async fn ask_3_expiry_is_an_error_with_the_same_instruction() {
+        let (result, _) = ask(Answer::Expired, db_question()).await;
+        assert_eq!(
+            result.unwrap_err().to_string(),
+            "card 1 expired after 30ms without an answer; proceed on your own best assumption, say in \
+             your reply what you assumed, and do not ask this question again"
+        );
+    }
+
+    #[tokio::test]
+    async fn ask_5_no_human_fails_at_once() {
+        let (result, _) = ask(
+            Answer::NoHuman("standard input is not a terminal".into()),
+            db_question(),
+        )
+        .await;
+        assert!(result.unwrap_err().to_string().starts_with(
+            "no person is connected to answer questions (standard input is not a terminal)"
+        ));
+    }
+
+    #[tokio::test]
+    async fn unanswerable_cards_are_refused_before_anyone_is_asked() {
+        let cases = [
+            (serde_json::json!({"question": " "}), "`question` is empty"),
+            (
+                serde_json::json!({"question": "q", "multi_select": true}),
+                "`multi_select` is true but there are no `options`",
+            ),
+            (
+                serde_json::json!({"question": "q", "allow_free_text": false}),
+                "the card has no `options` and `allow_free_text` is false",
+            ),
+            (
+                serde_json::json!({"question": "q", "options": [{"label": "a"}, {"label": "a"}]}),
+                "`options[1].label` repeats \"a\"",
+            ),
+        ];
+        for (value, start) in cases {
+            let (result, cards) = ask(Answer::Skipped, value).await;
+            let message = result.unwrap_err().to_string();
+            assert!(message.starts_with(start), "{message}");
+            assert!(cards.is_empty());
+        }
+    }
+}
