@@ -1,1 +1,37 @@
-fn main() {}
+//! Project automation: `cargo xtask codegen [--check]` and `cargo xtask ci`.
+
+mod ci;
+mod codegen;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let outcome = match args.as_slice() {
+        ["codegen"] => codegen::run(codegen::Mode::Write),
+        ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
+        ["ci"] => ci::run(),
+        _ => {
+            eprintln!(
+                "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
+                 cargo xtask ci                  install what the tests need, then run every check and test"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+pub(crate) fn project_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}

@@ -1,1 +1,29 @@
-//! placeholder
+//! agent-tools: the built-in tools of a coding agent, bound to one run's live resources, as a
+//! library for agent runtimes and as the `agent-tools` binary that serves a run over MCP.
+//!
+//! [`RunBuilder`] binds resources and registers each family only when its resource is bound
+//! (CORE-1); every family sits behind its own cargo feature, and this crate is the only one
+//! that knows those features.
+
+mod config;
+mod elicit;
+mod host;
+mod mcp;
+mod runtime;
+mod terminal;
+
+pub use crate::{
+    config::{AskConfig, CONFIG_FILE, Config, OutputConfig},
+    elicit::ElicitationPort,
+    host::{
+        ApplyPatch, ApplyPatchInput, ApplyPatchOutput, Edit, EditInput, EditOutput, PatchedFile,
+        Read, ReadInput, ReadOutput, Write, WriteInput, WriteOutput,
+    },
+    mcp::McpServer,
+    runtime::{RunBuilder, Settings, catalog},
+    terminal::TerminalPort,
+};
+
+#[cfg(feature = "ask")]
+pub use tools_ask;
+pub use tools_core;

@@ -1,16 +1,11 @@
-//! `ask_user`: the run's one way to ask the operator something (SPEC section 6), and a
-//! question port that asks on a terminal.
+//! `ask_user`: the run's one way to ask the operator something (SPEC section 6).
 //!
 //! The port abstraction itself lives in tools-core, because the approval gate in dispatch
 //! shows its permission cards through the same port (ASK-4).
 
 mod ask_user;
-mod terminal;
 
-pub use crate::{
-    ask_user::{AskOption, AskUser, AskUserInput, AskUserOutput, Outcome},
-    terminal::TerminalPort,
-};
+pub use crate::ask_user::{AskOption, AskUser, AskUserInput, AskUserOutput, Outcome};
 
 use tools_core::RegistryBuilder;
 

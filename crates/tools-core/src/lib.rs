@@ -21,7 +21,7 @@ pub use crate::{
     error::{ArgumentError, Error, Result, ToolError},
     question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
     registry::{Registry, RegistryBuilder, Run, ToolSpec},
-    schema::{schema_for, schema_signature},
+    schema::{schema_for, schema_signature, type_signature},
     tier::{Surface, Tier},
     tool::{AnyTool, CallContext, Image, PreparedCall, Tool, ToolOutput, ToolResult},
     workspace::{FileChange, Workspace},

@@ -50,6 +50,11 @@ pub fn schema_signature(schema: &Map<String, Value>) -> String {
     render(&Value::Object(schema.clone()), 0)
 }
 
+/// A one-line rendering of any schema's type: `string`, `[{label: string}]`, `"a" | "b"`.
+pub fn type_signature(schema: &Value) -> String {
+    render(schema, 1)
+}
+
 fn render(schema: &Value, depth: usize) -> String {
     let Some(map) = schema.as_object() else {
         return "any".to_owned();

@@ -1,0 +1,121 @@
+//! `agent-tools.toml` (PROD-6): optional, in the workspace root or named by `--config`.
+//! Everything works without it; flags on the command line win over it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+use tools_core::ApprovalPolicy;
+
+/// The file name looked for in the workspace root.
+pub const CONFIG_FILE: &str = "agent-tools.toml";
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// What happens to write and exec calls: `ask` (default), `allow` or `deny`.
+    pub approval: Option<ApprovalPolicy>,
+    /// Question cards.
+    pub ask: AskConfig,
+    /// Results.
+    pub output: OutputConfig,
+}
+
+/// The `[ask]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AskConfig {
+    /// How long a question or permission card stays open, in seconds.
+    pub expiry_seconds: u64,
+}
+
+impl Default for AskConfig {
+    fn default() -> Self {
+        AskConfig {
+            expiry_seconds: 600,
+        }
+    }
+}
+
+impl AskConfig {
+    /// The expiry as a duration.
+    pub fn expiry(&self) -> Duration {
+        Duration::from_secs(self.expiry_seconds)
+    }
+}
+
+/// The `[output]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputConfig {
+    /// The most bytes of text one result carries before it is cut, with a note.
+    pub max_bytes: usize,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        OutputConfig {
+            max_bytes: 100 * 1024,
+        }
+    }
+}
+
+impl Config {
+    /// Loads `explicit` if given (it must exist), else `agent-tools.toml` in `root` if present,
+    /// else the defaults.
+    pub fn load(root: &Path, explicit: Option<&Path>) -> anyhow::Result<(Config, Option<PathBuf>)> {
+        let path = match explicit {
+            Some(path) => path.to_path_buf(),
+            None => {
+                let default = root.join(CONFIG_FILE);
+                if !default.exists() {
+                    return Ok((Config::default(), None));
+                }
+                default
+            }
+        };
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read the config file {}", path.display()))?;
+        let config = toml::from_str(&text)
+            .with_context(|| format!("the config file {} is not valid", path.display()))?;
+        Ok((config, Some(path)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prod_6_no_file_means_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, path) = Config::load(dir.path(), None).unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(path, None);
+        assert_eq!(config.ask.expiry(), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn prod_6_the_file_sets_policy_expiry_and_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "approval = \"allow\"\n[ask]\nexpiry_seconds = 30\n[output]\nmax_bytes = 4096\n",
+        )
+        .unwrap();
+        let (config, _) = Config::load(dir.path(), None).unwrap();
+        assert_eq!(config.approval, Some(ApprovalPolicy::Allow));
+        assert_eq!(config.ask.expiry_seconds, 30);
+        assert_eq!(config.output.max_bytes, 4096);
+    }
+
+    #[test]
+    fn prod_6_unknown_keys_are_errors_that_name_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), "aproval = \"allow\"\n").unwrap();
+        let error = format!("{:#}", Config::load(dir.path(), None).unwrap_err());
+        assert!(error.contains("unknown field `aproval`"), "{error}");
+    }
+}

@@ -1,0 +1,113 @@
+//! `write`: create or replace a whole file.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
+
+use super::{count_lines, plural, write_text};
+
+/// Create a file, or replace its whole content, in the workspace.
+///
+/// Missing folders are created. The write is atomic: the file is either the old one or the
+/// new one, never half written. To change part of an existing file prefer `edit`, which
+/// cannot lose what you did not mean to touch.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteInput {
+    /// The file, relative to the workspace root.
+    pub path: String,
+    /// The whole new content of the file.
+    pub content: String,
+}
+
+/// What was written.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WriteOutput {
+    /// The file, relative to the workspace root.
+    pub path: String,
+    /// Whether the file is new.
+    pub created: bool,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// Its number of lines.
+    pub lines: usize,
+}
+
+/// The `write` tool.
+pub struct Write;
+
+impl Tool for Write {
+    type Input = WriteInput;
+    type Output = WriteOutput;
+    const NAME: &'static str = "write";
+    const TIER: Tier = Tier::Write;
+
+    async fn call(
+        &self,
+        context: CallContext,
+        input: WriteInput,
+    ) -> Result<ToolOutput<WriteOutput>, ToolError> {
+        let workspace = context.workspace();
+        let path = workspace.resolve(&input.path)?;
+        let shown = workspace.display(&path);
+        let created = !path.exists();
+        write_text(workspace, &path, &input.content)?;
+        let lines = count_lines(&input.content);
+        let bytes = input.content.len();
+        let verb = if created { "Created" } else { "Replaced" };
+        let text = format!(
+            "{verb} {shown} ({}, {})",
+            plural(lines, "line"),
+            plural(bytes, "byte")
+        );
+        Ok(ToolOutput::new(
+            text,
+            WriteOutput {
+                path: shown,
+                created,
+                bytes,
+                lines,
+            },
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::host::test_support::Fixture;
+
+    #[tokio::test]
+    async fn creates_folders_and_replaces_files() {
+        let fx = Fixture::new("//- /a.txt\nold\n");
+        let created = fx
+            .call(
+                "write",
+                json!({"path": "new/dir/b.txt", "content": "x\ny\n"}),
+            )
+            .await;
+        assert_eq!(created.text, "Created new/dir/b.txt (2 lines, 4 bytes)");
+        assert_eq!(fx.file("new/dir/b.txt"), "x\ny\n");
+        let replaced = fx
+            .call("write", json!({"path": "a.txt", "content": "new"}))
+            .await;
+        assert_eq!(replaced.text, "Replaced a.txt (1 line, 3 bytes)");
+        assert_eq!(fx.file("a.txt"), "new");
+    }
+
+    #[tokio::test]
+    async fn prod_5_refuses_paths_outside_the_workspace() {
+        let fx = Fixture::new("//- /a.txt\nold\n");
+        let result = fx
+            .call("write", json!({"path": "../escape.txt", "content": "x"}))
+            .await;
+        assert!(result.is_error);
+        assert!(
+            result.text.contains("outside the workspace root"),
+            "{}",
+            result.text
+        );
+        assert!(!fx.dir.path().parent().unwrap().join("escape.txt").exists());
+    }
+}

@@ -1,0 +1,141 @@
+//! The run served over MCP (PROD-2): `tools/list` shows what the surface sees, `tools/call`
+//! goes through dispatch, and cards go out as elicitation requests when the client can take
+//! them.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use tokio::sync::OnceCell;
+use tools_core::{Dispatcher, QuestionPort, Tier, ToolCall, ToolResult, ToolSpec};
+
+use crate::{ElicitationPort, Settings};
+
+/// An MCP server for one run.
+///
+/// The run is built when the client first lists or calls a tool, because whether a question
+/// port exists depends on the capabilities the client declared in `initialize`: with form
+/// elicitation, cards go to the client; without it, there is no question port, so
+/// `ask_user` is not registered and the approval gate has no approver (ASK-5, CORE-5).
+pub struct McpServer {
+    settings: Settings,
+    dispatcher: OnceCell<Arc<Dispatcher>>,
+}
+
+impl McpServer {
+    /// A server for a run with these settings.
+    pub fn new(settings: Settings) -> Self {
+        McpServer {
+            settings,
+            dispatcher: OnceCell::new(),
+        }
+    }
+
+    async fn dispatcher(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Dispatcher>, McpError> {
+        self.dispatcher
+            .get_or_try_init(|| async {
+                let modes = context.peer.supported_elicitation_modes();
+                let port: Option<Arc<dyn QuestionPort>> =
+                    match modes.contains(&rmcp::service::ElicitationMode::Form) {
+                        true => Some(Arc::new(ElicitationPort::new(context.peer.clone()))),
+                        false => None,
+                    };
+                tracing::info!(elicitation = port.is_some(), "building the run");
+                self.settings
+                    .dispatcher(port)
+                    .map(Arc::new)
+                    .map_err(|error| McpError::internal_error(format!("{error:#}"), None))
+            })
+            .await
+            .cloned()
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut implementation = Implementation::from_build_env();
+        implementation.name = "agent-tools".to_owned();
+        implementation.version = env!("CARGO_PKG_VERSION").to_owned();
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(implementation)
+            .with_instructions(
+                "Built-in tools bound to this workspace. Paths are relative to the workspace root. \
+                 Write and exec tools pass an approval gate.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let dispatcher = self.dispatcher(&context).await?;
+        let tools = dispatcher.tools().into_iter().map(mcp_tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let dispatcher = self.dispatcher(&context).await?;
+        let call = ToolCall {
+            name: request.name.to_string(),
+            arguments: request
+                .arguments
+                .map(serde_json::Value::Object)
+                .unwrap_or(serde_json::Value::Null),
+        };
+        tokio::select! {
+            result = dispatcher.dispatch(call) => Ok(mcp_result(result).into()),
+            () = context.ct.cancelled() => Err(McpError::internal_error("the call was cancelled by the client", None)),
+        }
+    }
+}
+
+/// A tool as MCP lists it, with the tier mapped onto annotations.
+pub(crate) fn mcp_tool(spec: &ToolSpec) -> Tool {
+    let annotations = match spec.tier {
+        Tier::Read => ToolAnnotations::new().read_only(true),
+        Tier::Write => ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .open_world(false),
+        Tier::Exec => ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .open_world(true),
+    };
+    Tool::new(
+        spec.name,
+        spec.description.clone(),
+        Arc::new(spec.input_schema.clone()),
+    )
+    .with_raw_output_schema(Arc::new(spec.output_schema.clone()))
+    .with_annotations(annotations)
+}
+
+/// A dispatch result as MCP content: the text, any images, and the structured result.
+pub(crate) fn mcp_result(result: ToolResult) -> CallToolResult {
+    let mut content = vec![ContentBlock::text(result.text)];
+    for image in result.images {
+        let data = base64::engine::general_purpose::STANDARD.encode(&image.data);
+        content.push(ContentBlock::image(data, image.mime_type));
+    }
+    let mut call_result = match result.is_error {
+        true => CallToolResult::error(content),
+        false => CallToolResult::success(content),
+    };
+    call_result.structured_content = result.structured;
+    call_result
+}

@@ -1,0 +1,153 @@
+//! Building a run: the workspace, the resources bound to it, and the families they enable.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tools_core::{
+    ApprovalPolicy, Dispatcher, DispatcherOptions, NoHuman, QuestionPort, Questions, Registry,
+    RegistryBuilder, Run, Surface, Workspace,
+};
+
+use crate::config::Config;
+
+/// Binds resources to a run and registers the families they make possible (CORE-1).
+pub struct RunBuilder {
+    workspace: Workspace,
+    questions: Option<Arc<Questions>>,
+}
+
+impl RunBuilder {
+    /// A run over `workspace` with nothing bound yet: only the host's file tools.
+    pub fn new(workspace: Workspace) -> Self {
+        RunBuilder {
+            workspace,
+            questions: None,
+        }
+    }
+
+    /// Binds a question port: `ask_user` is registered, and the approval gate has an approver.
+    pub fn with_ask(mut self, port: Arc<dyn QuestionPort>, expiry: Duration) -> Self {
+        self.questions = Some(Arc::new(Questions::new(port, expiry)));
+        self
+    }
+
+    /// The registry of every tool whose resource is bound.
+    pub fn registry(self) -> Registry {
+        let mut builder = RegistryBuilder::new(Run {
+            workspace: self.workspace,
+            questions: self.questions,
+        });
+        crate::host::register(&mut builder);
+        #[cfg(feature = "ask")]
+        tools_ask::register(&mut builder);
+        builder.build()
+    }
+}
+
+/// Every tool this build can serve, with every resource bound, for docs and `agent-tools tools`.
+pub fn catalog() -> anyhow::Result<Registry> {
+    // The workspace is never touched when listing; the temp folder is one that exists.
+    let workspace = Workspace::new(std::env::temp_dir())?;
+    let port = Arc::new(NoHuman {
+        reason: "listing tools only".to_owned(),
+    });
+    Ok(RunBuilder::new(workspace)
+        .with_ask(port, Duration::from_secs(1))
+        .registry())
+}
+
+/// What the binary was told on the command line and in `agent-tools.toml`, resolved.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The workspace root.
+    pub root: PathBuf,
+    /// Which tiers are listed.
+    pub surface: Surface,
+    /// What happens to write and exec calls.
+    pub approval: ApprovalPolicy,
+    /// How long a card stays open.
+    pub ask_expiry: Duration,
+    /// The most bytes of text one result carries.
+    pub max_output_bytes: usize,
+}
+
+impl Settings {
+    /// Settings from a config file, with command-line values taking precedence.
+    pub fn new(
+        root: PathBuf,
+        config: &Config,
+        surface: Surface,
+        approval: Option<ApprovalPolicy>,
+    ) -> Self {
+        Settings {
+            root,
+            surface,
+            approval: approval.or(config.approval).unwrap_or_default(),
+            ask_expiry: config.ask.expiry(),
+            max_output_bytes: config.output.max_bytes,
+        }
+    }
+
+    /// A dispatcher for these settings, with `port` as the question port if there is one.
+    pub fn dispatcher(&self, port: Option<Arc<dyn QuestionPort>>) -> anyhow::Result<Dispatcher> {
+        let workspace = Workspace::new(&self.root)?;
+        let mut builder = RunBuilder::new(workspace);
+        if let Some(port) = port {
+            builder = builder.with_ask(port, self.ask_expiry);
+        }
+        let options = DispatcherOptions {
+            surface: self.surface,
+            approval: self.approval,
+            max_output_bytes: self.max_output_bytes,
+        };
+        Ok(Dispatcher::new(builder.registry(), options))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(registry: &Registry) -> Vec<&'static str> {
+        registry.specs().map(|spec| spec.name).collect()
+    }
+
+    #[test]
+    fn core_1_ask_user_is_registered_only_with_a_question_port() {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = RunBuilder::new(Workspace::new(dir.path()).unwrap()).registry();
+        assert_eq!(names(&bare), ["apply_patch", "edit", "read", "write"]);
+        let port = Arc::new(NoHuman {
+            reason: "test".into(),
+        });
+        let bound = RunBuilder::new(Workspace::new(dir.path()).unwrap())
+            .with_ask(port, Duration::from_secs(1))
+            .registry();
+        let expected: &[&str] = if cfg!(feature = "ask") {
+            &["apply_patch", "ask_user", "edit", "read", "write"]
+        } else {
+            &["apply_patch", "edit", "read", "write"]
+        };
+        assert_eq!(names(&bound), expected);
+    }
+
+    #[test]
+    fn core_3_host_tools_have_the_tiers_of_the_spec() {
+        let registry = catalog().unwrap();
+        let tiers: Vec<(&str, &str)> = registry
+            .specs()
+            .map(|s| (s.name, s.tier.as_str()))
+            .collect();
+        let mut expected = vec![
+            ("apply_patch", "write"),
+            ("edit", "write"),
+            ("read", "read"),
+            ("write", "write"),
+        ];
+        if cfg!(feature = "ask") {
+            expected.insert(1, ("ask_user", "read"));
+        }
+        assert_eq!(tiers, expected);
+    }
+}

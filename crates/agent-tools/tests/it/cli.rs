@@ -1,0 +1,125 @@
+//! `agent-tools call` and `agent-tools tools`, as a user runs them.
+
+use std::process::{Command, Stdio};
+
+use crate::support::workspace;
+
+fn agent_tools(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn prod_3_call_prints_the_result_and_exits_zero() {
+    let dir = workspace();
+    let root = dir.path().to_str().unwrap();
+    let out = agent_tools(&["call", "read", r#"{"path": "notes.txt"}"#, "--root", root]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "   1\talpha\n   2\tbeta\n\n"
+    );
+}
+
+#[test]
+fn prod_3_a_tool_error_goes_to_stderr_with_a_non_zero_status() {
+    let dir = workspace();
+    let root = dir.path().to_str().unwrap();
+    let out = agent_tools(&["call", "read", r#"{"path": "../outside"}"#, "--root", root]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("outside the workspace root")
+    );
+}
+
+#[test]
+fn ask_5_call_without_a_terminal_has_no_human_and_fails_at_once() {
+    let dir = workspace();
+    let root = dir.path().to_str().unwrap();
+    let asked = agent_tools(&[
+        "call",
+        "ask_user",
+        r#"{"question": "Which?"}"#,
+        "--root",
+        root,
+    ]);
+    assert_eq!(asked.status.code(), Some(1));
+    assert!(String::from_utf8(asked.stderr).unwrap().starts_with(
+        "no person is connected to answer questions (standard input is not a terminal)"
+    ));
+    let write = agent_tools(&[
+        "call",
+        "write",
+        r#"{"path": "notes.txt", "content": "x"}"#,
+        "--root",
+        root,
+    ]);
+    assert_eq!(write.status.code(), Some(1));
+    assert!(
+        String::from_utf8(write.stderr)
+            .unwrap()
+            .contains("no approver is connected (standard input is not a terminal)")
+    );
+    let allowed = agent_tools(&[
+        "call",
+        "write",
+        r#"{"path": "notes.txt", "content": "x"}"#,
+        "--root",
+        root,
+        "--approval",
+        "allow",
+    ]);
+    assert!(allowed.status.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "x"
+    );
+}
+
+#[test]
+fn prod_3_tools_lists_names_tiers_and_schemas() {
+    let out = agent_tools(&["tools", "--surface", "plan"]);
+    let listing = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = listing
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(names, ["ask_user", "read"]);
+    let json = agent_tools(&["tools", "--json"]);
+    let specs: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let write = specs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "write")
+        .unwrap();
+    assert_eq!(write["tier"], "write");
+    assert_eq!(
+        write["input_schema"]["required"],
+        serde_json::json!(["path", "content"])
+    );
+}
+
+#[test]
+fn bad_json_arguments_say_what_to_send() {
+    let dir = workspace();
+    let out = agent_tools(&[
+        "call",
+        "read",
+        "{path:",
+        "--root",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .starts_with("error: the arguments are not JSON: {path:; pass an object like")
+    );
+}

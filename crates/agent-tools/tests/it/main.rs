@@ -1,0 +1,9 @@
+//! End-to-end tests of the `agent-tools` binary: a real MCP client (rmcp's client side)
+//! starts `agent-tools serve` as a child process and drives it over stdio, and `call`/`tools`
+//! run as a user would run them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli;
+mod mcp;
+mod support;

@@ -1,0 +1,167 @@
+//! An MCP client with a scripted person behind its elicitation handler, and a workspace.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation,
+};
+use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use serde_json::Value;
+
+/// What the scripted person does with each card, in order; the last one repeats.
+#[derive(Debug, Clone)]
+pub enum Person {
+    /// Accepts the form with this content.
+    Accept(Value),
+    /// Declines.
+    Decline,
+    /// Dismisses.
+    Cancel,
+    /// Never answers.
+    Hang,
+}
+
+/// A client that declares elicitation only when it has a person.
+#[derive(Clone)]
+pub struct Client {
+    people: Option<Arc<Mutex<Vec<Person>>>>,
+    /// Every elicitation message the server sent, in order.
+    pub cards: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+impl Client {
+    pub fn without_elicitation() -> Self {
+        Client {
+            people: None,
+            cards: Default::default(),
+        }
+    }
+
+    pub fn answering(people: Vec<Person>) -> Self {
+        Client {
+            people: Some(Arc::new(Mutex::new(people))),
+            cards: Default::default(),
+        }
+    }
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities: ClientCapabilities = match self.people {
+            Some(_) => {
+                serde_json::from_value(serde_json::json!({"elicitation": {"form": {}}})).unwrap()
+            }
+            None => ClientCapabilities::default(),
+        };
+        ClientConfig::new(capabilities, Implementation::new("agent-tools-tests", "0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return Err(ErrorData::invalid_params(
+                "only form elicitation is expected",
+                None,
+            ));
+        };
+        self.cards
+            .lock()
+            .unwrap()
+            .push((message, serde_json::to_value(requested_schema).unwrap()));
+        let person = {
+            let people = self
+                .people
+                .as_ref()
+                .expect("elicitation sent to a client that did not declare it");
+            let mut people = people.lock().unwrap();
+            if people.len() > 1 {
+                people.remove(0)
+            } else {
+                people[0].clone()
+            }
+        };
+        match person {
+            Person::Accept(content) => {
+                Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+            }
+            Person::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Person::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Person::Hang => {
+                futures::future::pending::<()>().await;
+                unreachable!()
+            }
+        }
+    }
+}
+
+/// A running `agent-tools serve` with a connected client.
+pub struct Server {
+    pub service: RunningService<RoleClient, Client>,
+    pub client: Client,
+}
+
+impl Server {
+    /// Starts `agent-tools serve --root ROOT ARGS…` and connects `client`.
+    pub async fn start(root: &Path, args: &[&str], client: Client) -> Server {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tools"));
+        command.arg("serve").arg("--root").arg(root).args(args);
+        command.env("AGENT_TOOLS_LOG", "warn");
+        let transport = TokioChildProcess::new(command).unwrap();
+        let service = client.clone().serve(transport).await.unwrap();
+        Server { service, client }
+    }
+
+    pub async fn tool_names(&self) -> Vec<String> {
+        let tools = self.service.list_all_tools().await.unwrap();
+        tools.into_iter().map(|t| t.name.to_string()).collect()
+    }
+
+    pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        let params = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+        self.service.call_tool(params).await.unwrap()
+    }
+
+    pub fn cards(&self) -> Vec<(String, Value)> {
+        self.client.cards.lock().unwrap().clone()
+    }
+}
+
+/// The text of a result's first content block.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default()
+}
+
+pub fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// A temp workspace with a couple of files.
+pub fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/lib.rs"),
+        "pub fn answer() -> u32 {\n    41\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    dir
+}
