@@ -77,7 +77,7 @@ impl RunArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let default_level = match cli.command {
-        Command::Serve(_) => "info",
+        Command::Serve(_) => "warn,agent_tools=info,tools_core=info",
         _ => "warn",
     };
     // Logs go to standard error only: standard output is the MCP stream or the result.
