@@ -6,7 +6,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 /// The umbrella's family features; each must build alone.
-const FAMILY_FEATURES: &[&str] = &["ask"];
+const FAMILY_FEATURES: &[&str] = &["ask", "ast"];
 
 pub(crate) fn run() -> anyhow::Result<()> {
     let root = crate::project_root();

@@ -26,4 +26,6 @@ pub use crate::{
 
 #[cfg(feature = "ask")]
 pub use tools_ask;
+#[cfg(feature = "ast")]
+pub use tools_ast;
 pub use tools_core;

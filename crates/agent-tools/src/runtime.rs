@@ -15,6 +15,8 @@ use crate::config::Config;
 pub struct RunBuilder {
     workspace: Workspace,
     questions: Option<Arc<Questions>>,
+    #[cfg(feature = "ast")]
+    ast: Option<tools_ast::SearchOptions>,
 }
 
 impl RunBuilder {
@@ -23,7 +25,16 @@ impl RunBuilder {
         RunBuilder {
             workspace,
             questions: None,
+            #[cfg(feature = "ast")]
+            ast: None,
         }
+    }
+
+    /// Binds the tree-sitter grammars: `ast_grep`, `ast_edit` and `resolve` are registered.
+    #[cfg(feature = "ast")]
+    pub fn with_ast(mut self, options: tools_ast::SearchOptions) -> Self {
+        self.ast = Some(options);
+        self
     }
 
     /// Binds a question port: `ask_user` is registered, and the approval gate has an approver.
@@ -41,6 +52,10 @@ impl RunBuilder {
         crate::host::register(&mut builder);
         #[cfg(feature = "ask")]
         tools_ask::register(&mut builder);
+        #[cfg(feature = "ast")]
+        if let Some(options) = self.ast {
+            tools_ast::register(&mut builder, options);
+        }
         builder.build()
     }
 }
@@ -52,9 +67,16 @@ pub fn catalog() -> anyhow::Result<Registry> {
     let port = Arc::new(NoHuman {
         reason: "listing tools only".to_owned(),
     });
-    Ok(RunBuilder::new(workspace)
+    Ok(with_every_family(RunBuilder::new(workspace))
         .with_ask(port, Duration::from_secs(1))
         .registry())
+}
+
+/// Binds every family whose resource needs nothing from the caller (the grammars).
+fn with_every_family(builder: RunBuilder) -> RunBuilder {
+    #[cfg(feature = "ast")]
+    let builder = builder.with_ast(tools_ast::SearchOptions::default());
+    builder
 }
 
 /// What the binary was told on the command line and in `agent-tools.toml`, resolved.
@@ -92,7 +114,7 @@ impl Settings {
     /// A dispatcher for these settings, with `port` as the question port if there is one.
     pub fn dispatcher(&self, port: Option<Arc<dyn QuestionPort>>) -> anyhow::Result<Dispatcher> {
         let workspace = Workspace::new(&self.root)?;
-        let mut builder = RunBuilder::new(workspace);
+        let mut builder = with_every_family(RunBuilder::new(workspace));
         if let Some(port) = port {
             builder = builder.with_ask(port, self.ask_expiry);
         }
@@ -133,7 +155,7 @@ mod tests {
     }
 
     #[test]
-    fn core_3_host_tools_have_the_tiers_of_the_spec() {
+    fn core_3_every_tool_has_the_tier_of_the_spec() {
         let registry = catalog().unwrap();
         let tiers: Vec<(&str, &str)> = registry
             .specs()
@@ -146,8 +168,39 @@ mod tests {
             ("write", "write"),
         ];
         if cfg!(feature = "ask") {
-            expected.insert(1, ("ask_user", "read"));
+            expected.push(("ask_user", "read"));
         }
+        if cfg!(feature = "ast") {
+            expected.extend([
+                ("ast_edit", "write"),
+                ("ast_grep", "read"),
+                ("resolve", "write"),
+            ]);
+        }
+        expected.sort();
         assert_eq!(tiers, expected);
+    }
+
+    #[cfg(feature = "ast")]
+    #[test]
+    fn core_1_ast_tools_are_registered_only_with_the_grammars_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = RunBuilder::new(Workspace::new(dir.path()).unwrap()).registry();
+        assert!(bare.spec("ast_grep").is_none());
+        let bound = RunBuilder::new(Workspace::new(dir.path()).unwrap())
+            .with_ast(tools_ast::SearchOptions::default())
+            .registry();
+        assert_eq!(
+            names(&bound),
+            [
+                "apply_patch",
+                "ast_edit",
+                "ast_grep",
+                "edit",
+                "read",
+                "resolve",
+                "write"
+            ]
+        );
     }
 }

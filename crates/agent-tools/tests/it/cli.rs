@@ -90,7 +90,7 @@ fn prod_3_tools_lists_names_tiers_and_schemas() {
         .lines()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(names, ["ask_user", "read"]);
+    assert_eq!(names, ["ask_user", "ast_grep", "read"]);
     let json = agent_tools(&["tools", "--json"]);
     let specs: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let write = specs
@@ -103,6 +103,32 @@ fn prod_3_tools_lists_names_tiers_and_schemas() {
     assert_eq!(
         write["input_schema"]["required"],
         serde_json::json!(["path", "content"])
+    );
+}
+
+#[test]
+fn ast_3_call_runs_a_structural_search() {
+    let dir = workspace();
+    let root = dir.path().to_str().unwrap();
+    let out = agent_tools(&[
+        "call",
+        "ast_grep",
+        r#"{"pattern": "pub fn $F() -> u32 { $$$B }", "path": "src/lib.rs"}"#,
+        "--root",
+        root,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("1 match in 1 file for `pub fn $F() -> u32 { $$$B }` (rust, compiled in the statement context: function_item"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "src/lib.rs:1: pub fn answer() -> u32 {  (to line 3)\n    $$$B = 41, $F = answer"
+        ),
+        "{stdout}"
     );
 }
 

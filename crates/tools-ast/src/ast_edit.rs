@@ -1,0 +1,202 @@
+//! `ast_edit`: stage a structural rewrite; nothing is written until `resolve` (AST-6).
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
+
+use crate::compile::compile;
+use crate::language::{id, resolve_language};
+use crate::search::{SearchOptions, template, template_vars, walk};
+use crate::staging::{EditStore, StagedFile, hash};
+
+/// Stage a structural rewrite: every match of `pattern` is replaced by `rewrite`, with the
+/// metavariables the pattern captured substituted (`dispose($X)` → `$X.dispose()`).
+///
+/// Nothing is written. The result shows the diff and an `edit_id`; call `resolve` with it
+/// and `action: "accept"` to write every file at once, or `"discard"`. If any file changes
+/// before you accept, the whole edit is rejected and nothing is written. Patterns work as in
+/// `ast_grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AstEditInput {
+    /// The pattern, e.g. `dispose($X)`.
+    pub pattern: String,
+    /// The replacement, using the pattern's metavariables, e.g. `$X.dispose()`.
+    pub rewrite: String,
+    /// A file or folder, relative to the workspace root. Default: the whole workspace.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The grammar id; inferred from the extension when `path` is a file.
+    #[serde(default)]
+    pub language: Option<String>,
+    /// Force the context the pattern is parsed in, as in `ast_grep`.
+    #[serde(default)]
+    pub context: Option<String>,
+}
+
+/// One file of the staged edit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EditedFile {
+    /// The file, relative to the workspace root.
+    pub path: String,
+    /// Replacements in it.
+    pub replacements: usize,
+}
+
+/// The staged edit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AstEditOutput {
+    /// Pass this to `resolve`.
+    pub edit_id: String,
+    /// Replacements across all files.
+    pub replacements: usize,
+    /// The files that would change.
+    pub files: Vec<EditedFile>,
+    /// Matches inside another match, left alone because the outer one replaces them whole.
+    pub nested_skipped: usize,
+    /// The unified diff of the change (possibly cut; see `diff_truncated`).
+    pub diff: String,
+    /// Whether `diff` was cut.
+    pub diff_truncated: bool,
+}
+
+/// The `ast_edit` tool.
+pub struct AstEdit {
+    pub(crate) store: Arc<EditStore>,
+    pub(crate) options: SearchOptions,
+}
+
+/// Diffs longer than this many lines are cut in the result (the edit itself is whole).
+const MAX_DIFF_LINES: usize = 400;
+
+impl Tool for AstEdit {
+    type Input = AstEditInput;
+    type Output = AstEditOutput;
+    const NAME: &'static str = "ast_edit";
+    const TIER: Tier = Tier::Write;
+
+    async fn call(
+        &self,
+        context: CallContext,
+        input: AstEditInput,
+    ) -> Result<ToolOutput<AstEditOutput>, ToolError> {
+        let workspace = context.workspace();
+        let path = workspace.resolve(input.path.as_deref().unwrap_or("."))?;
+        let shown = workspace.display(&path);
+        if !path.exists() {
+            return Err(ToolError::failed(format!(
+                "{shown} does not exist; give a file or folder inside the workspace"
+            )));
+        }
+        let lang = resolve_language(input.language.as_deref(), &path, &shown)?;
+        let compiled = compile(&input.pattern, lang, input.context.as_deref())?;
+        let fix = template(&input.rewrite, lang);
+        let undefined: Vec<String> = template_vars(&fix)
+            .into_iter()
+            .filter(|v| !compiled.vars.contains(v))
+            .collect();
+        if !undefined.is_empty() {
+            let defined: Vec<String> = compiled.vars.iter().map(|v| format!("${v}")).collect();
+            let undefined: Vec<String> = undefined.iter().map(|v| format!("${v}")).collect();
+            return Err(ToolError::failed(format!(
+                "`rewrite` uses {}, which the pattern does not define ({}); use only the pattern's metavariables",
+                undefined.join(", "),
+                match defined.is_empty() {
+                    true => "it defines none".to_owned(),
+                    false => format!("it defines {}", defined.join(", ")),
+                }
+            )));
+        }
+        let options = self.options;
+        let walked =
+            tokio::task::spawn_blocking(move || walk(&path, &compiled, Some(&fix), options))
+                .await
+                .map_err(|e| ToolError::Internal {
+                    tool: Self::NAME.into(),
+                    message: e.to_string(),
+                })?;
+        let rewrites: Vec<_> = walked
+            .rewrites
+            .into_iter()
+            .filter(|r| r.rewritten != r.original)
+            .collect();
+        if rewrites.is_empty() {
+            return Err(ToolError::failed(format!(
+                "nothing to stage: `{}` matched {} time(s) in {} {} file(s) under {shown}, and no file would change",
+                input.pattern.trim(),
+                walked.found.len(),
+                walked.files,
+                id(lang)
+            )));
+        }
+        let mut diff = String::new();
+        let mut files = Vec::new();
+        let mut staged = Vec::new();
+        let mut replacements = 0;
+        let mut nested_skipped = 0;
+        for rewrite in rewrites {
+            let relative = workspace.display(&rewrite.path);
+            let unified = similar::TextDiff::from_lines(&rewrite.original, &rewrite.rewritten)
+                .unified_diff()
+                .context_radius(2)
+                .header(&format!("a/{relative}"), &format!("b/{relative}"))
+                .to_string();
+            diff.push_str(&unified);
+            replacements += rewrite.replacements;
+            nested_skipped += rewrite.nested;
+            files.push(EditedFile {
+                path: relative,
+                replacements: rewrite.replacements,
+            });
+            staged.push(StagedFile {
+                hash: hash(rewrite.original.as_bytes()),
+                path: rewrite.path,
+                rewritten: rewrite.rewritten,
+                replacements: rewrite.replacements,
+            });
+        }
+        let edit_id = self.store.stage(staged);
+        let total_lines = diff.lines().count();
+        let diff_truncated = total_lines > MAX_DIFF_LINES;
+        let shown_diff = match diff_truncated {
+            true => {
+                diff.lines()
+                    .take(MAX_DIFF_LINES)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    + "\n"
+            }
+            false => diff.clone(),
+        };
+        let mut text = format!(
+            "(proposed) {replacements} replacement{} in {} file{} — nothing is written yet: call resolve with \
+             edit_id \"{edit_id}\" and action \"accept\" to write every file at once, or \"discard\" to drop it.",
+            if replacements == 1 { "" } else { "s" },
+            files.len(),
+            if files.len() == 1 { "" } else { "s" },
+        );
+        if nested_skipped > 0 {
+            text.push_str(&format!(
+                "\n{nested_skipped} match(es) inside another match were left alone: the outer replacement covers them; run ast_edit again after accepting to rewrite them too."
+            ));
+        }
+        text.push_str("\n\n");
+        text.push_str(&shown_diff);
+        if diff_truncated {
+            text.push_str(&format!(
+                "[diff cut: showed {MAX_DIFF_LINES} of {total_lines} lines; every replacement is staged all the same]\n"
+            ));
+        }
+        let output = AstEditOutput {
+            edit_id,
+            replacements,
+            files,
+            nested_skipped,
+            diff: shown_diff,
+            diff_truncated,
+        };
+        Ok(ToolOutput::new(text, output))
+    }
+}

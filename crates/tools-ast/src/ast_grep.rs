@@ -1,0 +1,223 @@
+//! `ast_grep`: find code by its shape (AST-1…4).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
+
+use crate::compile::compile;
+use crate::language::{id, resolve_language};
+use crate::search::{Found, SearchOptions, walk};
+
+/// Find code by its syntactic shape, not its text.
+///
+/// The pattern is code in the target language with metavariables: `$NAME` matches any
+/// single node, `$$$NAME` any sequence of siblings (arguments, statements), `$_` any node
+/// without capturing it. A metavariable used twice must match the same code both times
+/// (compared as syntax, so spacing and line breaks do not matter). Matching is on the parsed
+/// tree, so `dispose($X)` finds the call however it is spaced or wrapped, and never text
+/// inside strings or comments. Matches come back sorted by path and line, each as
+/// `path:LINE` with the line's text and the captures.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AstGrepInput {
+    /// The pattern, e.g. `if ($X != null) $X.dispose()`.
+    pub pattern: String,
+    /// A file or folder, relative to the workspace root. Default: the whole workspace.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The grammar id (dart, python, rust, c, cpp, go, typescript, tsx, javascript, java, …).
+    /// Inferred from the extension when `path` is a file; needed for a folder.
+    #[serde(default)]
+    pub language: Option<String>,
+    /// The most matches to return. Default 50.
+    #[serde(default)]
+    pub max_results: Option<usize>,
+    /// Where the pattern is parsed: by default the first of statement, expression, class
+    /// member and declaration (plus language-specific contexts) that accepts it. Name one to
+    /// force another reading, e.g. "class member" for a method.
+    #[serde(default)]
+    pub context: Option<String>,
+}
+
+/// One match.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AstMatch {
+    /// The file, relative to the workspace root.
+    pub path: String,
+    /// 1-based line of the match's start.
+    pub line: usize,
+    /// 1-based column (in characters) of the match's start.
+    pub column: usize,
+    /// 1-based line of the match's end.
+    pub end_line: usize,
+    /// The matched code.
+    pub text: String,
+    /// The whole line the match starts on, as printed after `path:LINE`.
+    pub line_text: String,
+    /// Metavariable captures: `$X` → its code; `$$$ARGS` → the code the sequence spans.
+    pub captures: BTreeMap<String, String>,
+}
+
+/// What was searched and found.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AstGrepOutput {
+    /// The language the pattern and files were parsed as.
+    pub language: String,
+    /// The context the pattern compiled in.
+    pub context: String,
+    /// The node kind of the pattern's root.
+    pub node_kind: String,
+    /// Every match found, before `max_results`.
+    pub total: usize,
+    /// Whether `matches` was cut at `max_results`.
+    pub truncated: bool,
+    /// Files of the language that were searched.
+    pub files_searched: usize,
+    /// The matches, sorted by path and position.
+    pub matches: Vec<AstMatch>,
+}
+
+/// The `ast_grep` tool.
+pub struct AstGrep {
+    pub(crate) options: SearchOptions,
+}
+
+const DEFAULT_MAX_RESULTS: usize = 50;
+
+impl Tool for AstGrep {
+    type Input = AstGrepInput;
+    type Output = AstGrepOutput;
+    const NAME: &'static str = "ast_grep";
+    const TIER: Tier = Tier::Read;
+
+    async fn call(
+        &self,
+        context: CallContext,
+        input: AstGrepInput,
+    ) -> Result<ToolOutput<AstGrepOutput>, ToolError> {
+        let workspace = context.workspace();
+        let path = workspace.resolve(input.path.as_deref().unwrap_or("."))?;
+        let shown = workspace.display(&path);
+        if !path.exists() {
+            return Err(ToolError::failed(format!(
+                "{shown} does not exist; give a file or folder inside the workspace"
+            )));
+        }
+        let lang = resolve_language(input.language.as_deref(), &path, &shown)?;
+        let compiled = compile(&input.pattern, lang, input.context.as_deref())?;
+        let max = input.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        if max == 0 {
+            return Err(ToolError::failed(
+                "`max_results` is 0: ask for at least one match",
+            ));
+        }
+        let options = self.options;
+        let (compiled, walked) = tokio::task::spawn_blocking(move || {
+            let walked = walk(&path, &compiled, None, options);
+            (compiled, walked)
+        })
+        .await
+        .map_err(|e| ToolError::Internal {
+            tool: Self::NAME.into(),
+            message: e.to_string(),
+        })?;
+
+        let total = walked.found.len();
+        let files_with: std::collections::BTreeSet<_> =
+            walked.found.iter().map(|f| &f.path).collect();
+        let described = format!(
+            "{}, compiled in the {} context: {}",
+            id(lang),
+            compiled.context,
+            compiled.kind
+        );
+        let pattern = input.pattern.trim();
+        let mut text = match total {
+            0 => format!(
+                "No matches for `{pattern}` ({described}) in {} {} file{} under `{shown}`.",
+                walked.files,
+                id(lang),
+                if walked.files == 1 { "" } else { "s" }
+            ),
+            _ => format!(
+                "{total} match{} in {} file{} for `{pattern}` ({described}; {} {} files searched).",
+                if total == 1 { "" } else { "es" },
+                files_with.len(),
+                if files_with.len() == 1 { "" } else { "s" },
+                walked.files,
+                id(lang)
+            ),
+        };
+        if total > max {
+            text.push_str(&format!(
+                "\nShowing the first {max} of {total}, sorted by path and line; narrow `path` or raise `max_results` for the rest."
+            ));
+        }
+        if !walked.unreadable.is_empty() {
+            text.push_str(&format!(
+                "\n{} file(s) were skipped as unreadable or not UTF-8.",
+                walked.unreadable.len()
+            ));
+        }
+        let matches: Vec<AstMatch> = walked
+            .found
+            .into_iter()
+            .take(max)
+            .map(|f| to_match(workspace, f))
+            .collect();
+        for m in &matches {
+            text.push_str(&format!("\n{}:{}: {}", m.path, m.line, line_preview(m)));
+            if m.end_line > m.line {
+                text.push_str(&format!("  (to line {})", m.end_line));
+            }
+            if !m.captures.is_empty() {
+                let captures: Vec<String> = m
+                    .captures
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {}", one_line(v)))
+                    .collect();
+                text.push_str(&format!("\n    {}", captures.join(", ")));
+            }
+        }
+        let output = AstGrepOutput {
+            language: id(lang).to_owned(),
+            context: compiled.context.to_owned(),
+            node_kind: compiled.kind.clone(),
+            total,
+            truncated: total > max,
+            files_searched: walked.files,
+            matches,
+        };
+        Ok(ToolOutput::new(text, output))
+    }
+}
+
+fn to_match(workspace: &tools_core::Workspace, found: Found) -> AstMatch {
+    AstMatch {
+        path: workspace.display(&found.path),
+        line: found.line,
+        column: found.column,
+        end_line: found.end_line,
+        text: found.text,
+        line_text: found.line_text,
+        captures: found.captures.into_iter().collect(),
+    }
+}
+
+fn line_preview(m: &AstMatch) -> String {
+    cap(m.line_text.trim(), 200)
+}
+
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    cap(&joined, 120)
+}
+
+fn cap(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,39 @@
+//! Structural search and staged rewrites (SPEC section 3): `ast_grep` finds code by shape,
+//! `ast_edit` stages a rewrite without writing, and `resolve` writes a staged edit all or
+//! nothing, or drops it.
+//!
+//! Patterns are compiled by parsing the fragment inside a ladder of contexts (`compile.rs`);
+//! files are walked in parallel and parsed only when they contain the pattern's literals
+//! (`search.rs`).
+
+mod ast_edit;
+mod ast_grep;
+mod compile;
+mod language;
+mod resolve;
+mod search;
+mod staging;
+
+use std::sync::Arc;
+
+pub use crate::{
+    ast_edit::{AstEdit, AstEditInput, AstEditOutput, EditedFile},
+    ast_grep::{AstGrep, AstGrepInput, AstGrepOutput, AstMatch},
+    resolve::{Resolve, ResolveAction, ResolveInput, ResolveOutput},
+    search::SearchOptions,
+};
+
+use tools_core::RegistryBuilder;
+
+/// Registers `ast_grep`, `ast_edit` and `resolve`; the grammars are compiled in, so the
+/// family's resource is always there once the feature is on (CORE-1).
+pub fn register(builder: &mut RegistryBuilder, options: SearchOptions) {
+    let store = Arc::new(staging::EditStore::default());
+    builder
+        .register(ast_grep::AstGrep { options })
+        .register(ast_edit::AstEdit {
+            store: Arc::clone(&store),
+            options,
+        })
+        .register(resolve::Resolve { store });
+}

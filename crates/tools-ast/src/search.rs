@@ -1,0 +1,250 @@
+//! Walking the files and matching a compiled pattern in each, in parallel, honouring
+//! `.gitignore`. A file is parsed only when it contains every literal the pattern needs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ast_grep_core::language::Language as _;
+use ast_grep_core::replacer::TemplateFix;
+use ast_grep_core::tree_sitter::LanguageExt;
+use ast_grep_language::SupportLang;
+use memchr::memmem;
+
+use crate::compile::Compiled;
+
+/// How a search runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchOptions {
+    /// Worker threads for the walk; 0 picks one per core.
+    pub threads: usize,
+}
+
+/// One match in one file.
+#[derive(Debug, Clone)]
+pub(crate) struct Found {
+    pub(crate) path: PathBuf,
+    /// Byte range in the file.
+    pub(crate) range: std::ops::Range<usize>,
+    /// 1-based line and column (in characters) of the start, and the end line.
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+    pub(crate) end_line: usize,
+    pub(crate) text: String,
+    /// The text of the line the match starts on.
+    pub(crate) line_text: String,
+    /// `$NAME` captures, and `$$$NAME` captures as the text they span.
+    pub(crate) captures: Vec<(String, String)>,
+}
+
+/// The result of walking: what matched, and how much was looked at.
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    pub(crate) found: Vec<Found>,
+    /// Files of the language under the path.
+    pub(crate) files: usize,
+    /// Files that were parsed (the rest lacked a literal the pattern needs).
+    pub(crate) parsed: usize,
+    /// Files skipped because they are not UTF-8 text.
+    pub(crate) unreadable: Vec<PathBuf>,
+    /// For edits: each file's original text and its rewritten text.
+    pub(crate) rewrites: Vec<Rewrite>,
+}
+
+/// One file's staged rewrite.
+#[derive(Debug, Clone)]
+pub(crate) struct Rewrite {
+    pub(crate) path: PathBuf,
+    pub(crate) original: String,
+    pub(crate) rewritten: String,
+    pub(crate) replacements: usize,
+    /// Matches inside another match that were left alone (their text was replaced whole).
+    pub(crate) nested: usize,
+}
+
+/// Walks `path` (a file or a folder) and matches `compiled` in every file of its language;
+/// with `rewrite`, also computes each file's rewritten text.
+pub(crate) fn walk(
+    path: &Path,
+    compiled: &Compiled,
+    rewrite: Option<&TemplateFix>,
+    options: SearchOptions,
+) -> Walked {
+    let state = Mutex::new(Walked::default());
+    let finders: Vec<memmem::Finder<'_>> = compiled
+        .literals
+        .iter()
+        .map(|l| memmem::Finder::new(l.as_bytes()))
+        .collect();
+    let visit = |file: &Path| {
+        let outcome = visit_file(file, compiled, &finders, rewrite);
+        let Ok(mut state) = state.lock() else { return };
+        state.files += 1;
+        match outcome {
+            Visit::Skipped => {}
+            Visit::Unreadable => state.unreadable.push(file.to_path_buf()),
+            Visit::Parsed { found, rewrite } => {
+                state.parsed += 1;
+                state.found.extend(found);
+                state.rewrites.extend(rewrite);
+            }
+        }
+    };
+    if path.is_file() {
+        visit(path);
+    } else {
+        let lang = compiled.lang;
+        ignore::WalkBuilder::new(path)
+            .require_git(false)
+            .threads(options.threads)
+            .build_parallel()
+            .run(|| {
+                Box::new(|entry| {
+                    if let Ok(entry) = entry
+                        && entry.file_type().is_some_and(|t| t.is_file())
+                        && SupportLang::from_path(entry.path()) == Some(lang)
+                    {
+                        visit(entry.path());
+                    }
+                    ignore::WalkState::Continue
+                })
+            });
+    }
+    let mut walked = state
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    walked
+        .found
+        .sort_by(|a, b| a.path.cmp(&b.path).then(a.range.start.cmp(&b.range.start)));
+    walked.rewrites.sort_by(|a, b| a.path.cmp(&b.path));
+    walked.unreadable.sort();
+    walked
+}
+
+enum Visit {
+    Skipped,
+    Unreadable,
+    Parsed {
+        found: Vec<Found>,
+        rewrite: Option<Rewrite>,
+    },
+}
+
+fn visit_file(
+    file: &Path,
+    compiled: &Compiled,
+    finders: &[memmem::Finder<'_>],
+    rewrite: Option<&TemplateFix>,
+) -> Visit {
+    let Ok(bytes) = std::fs::read(file) else {
+        return Visit::Unreadable;
+    };
+    // The literal check comes before parsing: most files of a tree lack some literal of a
+    // selective pattern, and parsing is most of the cost.
+    if !finders.iter().all(|finder| finder.find(&bytes).is_some()) {
+        return Visit::Skipped;
+    }
+    let Ok(source) = String::from_utf8(bytes) else {
+        return Visit::Unreadable;
+    };
+    let root = compiled.lang.ast_grep(&source);
+    let top = root.root();
+    let mut found = Vec::new();
+    let mut edits = Vec::new();
+    for matched in top.find_all(&compiled.pattern) {
+        let range = matched.range();
+        let env = matched.get_env();
+        let mut captures = Vec::new();
+        for name in &compiled.vars {
+            if let Some(node) = env.get_match(name) {
+                captures.push((format!("${name}"), node.text().into_owned()));
+            } else {
+                let nodes = env.get_multiple_matches(name);
+                let text = match (nodes.first(), nodes.last()) {
+                    (Some(first), Some(last)) => {
+                        source[first.range().start..last.range().end].to_owned()
+                    }
+                    _ => String::new(),
+                };
+                captures.push((format!("$$${name}"), text));
+            }
+        }
+        let line = line_of(&source, range.start);
+        let line_start = source[..range.start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = source[range.start..]
+            .find('\n')
+            .map_or(source.len(), |i| range.start + i);
+        found.push(Found {
+            path: file.to_path_buf(),
+            range: range.clone(),
+            line,
+            column: source[line_start..range.start].chars().count() + 1,
+            end_line: line_of(&source, range.end.saturating_sub(1).max(range.start)),
+            text: matched.text().into_owned(),
+            line_text: source[line_start..line_end]
+                .trim_end_matches('\r')
+                .to_owned(),
+            captures,
+        });
+        if let Some(template) = rewrite {
+            let edit = matched.replace_by(template);
+            edits.push((edit.position, edit.deleted_length, edit.inserted_text));
+        }
+    }
+    let rewrite = match rewrite {
+        Some(_) if !edits.is_empty() => Some(apply_edits(file, &source, edits)),
+        _ => None,
+    };
+    Visit::Parsed { found, rewrite }
+}
+
+/// Applies non-overlapping edits in order; an edit inside one already applied is left out
+/// (the outer match's text, including the inner one, was replaced whole).
+fn apply_edits(file: &Path, source: &str, mut edits: Vec<(usize, usize, Vec<u8>)>) -> Rewrite {
+    edits.sort_by_key(|(position, _, _)| *position);
+    let mut out = String::with_capacity(source.len());
+    let mut cursor = 0;
+    let mut replacements = 0;
+    let mut nested = 0;
+    for (position, deleted, inserted) in edits {
+        if position < cursor {
+            nested += 1;
+            continue;
+        }
+        out.push_str(&source[cursor..position]);
+        out.push_str(&String::from_utf8_lossy(&inserted));
+        cursor = position + deleted;
+        replacements += 1;
+    }
+    out.push_str(&source[cursor..]);
+    Rewrite {
+        path: file.to_path_buf(),
+        original: source.to_owned(),
+        rewritten: out,
+        replacements,
+        nested,
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..offset.min(text.len())]).count() + 1
+}
+
+/// The metavariables a rewrite template uses.
+pub(crate) fn template_vars(template: &TemplateFix) -> Vec<String> {
+    let mut vars: Vec<String> = template
+        .used_vars()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    vars.sort();
+    vars
+}
+
+/// A template for `rewrite` in `lang`.
+pub(crate) fn template(rewrite: &str, lang: SupportLang) -> TemplateFix {
+    match TemplateFix::try_new(rewrite, &lang) {
+        Ok(template) => template,
+        // The error type has no variants: building a template cannot fail.
+        Err(never) => match never {},
+    }
+}

@@ -1,0 +1,99 @@
+//! Staged edits between `ast_edit` and `resolve`: each file's content hash at staging and its
+//! rewritten text, so `resolve` can refuse the whole edit when any file moved on (AST-7).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+/// One file of a staged edit.
+#[derive(Debug, Clone)]
+pub(crate) struct StagedFile {
+    pub(crate) path: PathBuf,
+    /// SHA-256 of the file's bytes when the edit was staged.
+    pub(crate) hash: [u8; 32],
+    pub(crate) rewritten: String,
+    pub(crate) replacements: usize,
+}
+
+/// Where an edit stands.
+#[derive(Debug, Clone)]
+pub(crate) enum EditState {
+    Pending(Vec<StagedFile>),
+    Accepted,
+    Discarded,
+    Rejected,
+}
+
+/// Every edit staged in this run, by number.
+#[derive(Debug, Default)]
+pub(crate) struct EditStore {
+    edits: Mutex<BTreeMap<u64, EditState>>,
+}
+
+impl EditStore {
+    /// Stages `files` and returns the new edit's id, `edit_N`.
+    pub(crate) fn stage(&self, files: Vec<StagedFile>) -> String {
+        let mut edits = self.lock();
+        let number = edits.keys().next_back().map_or(1, |last| last + 1);
+        edits.insert(number, EditState::Pending(files));
+        format!("edit_{number}")
+    }
+
+    /// Takes a pending edit out for resolving, or says why it cannot be.
+    pub(crate) fn take(&self, id: &str) -> Result<(u64, Vec<StagedFile>), String> {
+        let mut edits = self.lock();
+        let number = id.strip_prefix("edit_").and_then(|n| n.parse::<u64>().ok());
+        let known = |edits: &BTreeMap<u64, EditState>| {
+            let pending: Vec<String> = edits_with(edits, |s| matches!(s, EditState::Pending(_)));
+            match pending.is_empty() {
+                true => "no edit is pending in this run; stage one with ast_edit".to_owned(),
+                false => format!("the pending edits are {}", pending.join(", ")),
+            }
+        };
+        let Some(number) = number.filter(|n| edits.contains_key(n)) else {
+            return Err(format!("unknown edit_id `{id}`: {}", known(&edits)));
+        };
+        match edits.insert(number, EditState::Rejected) {
+            Some(EditState::Pending(files)) => Ok((number, files)),
+            Some(previous) => {
+                let how = match previous {
+                    EditState::Accepted => "accepted",
+                    EditState::Discarded => "discarded",
+                    _ => "rejected",
+                };
+                edits.insert(number, previous);
+                Err(format!(
+                    "`{id}` was already {how}, so nothing was done; {}",
+                    known(&edits)
+                ))
+            }
+            None => Err(format!("unknown edit_id `{id}`: {}", known(&edits))),
+        }
+    }
+
+    /// Records how a taken edit ended.
+    pub(crate) fn finish(&self, number: u64, state: EditState) {
+        self.lock().insert(number, state);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, EditState>> {
+        self.edits
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn edits_with(edits: &BTreeMap<u64, EditState>, keep: impl Fn(&EditState) -> bool) -> Vec<String> {
+    edits
+        .iter()
+        .filter(|(_, s)| keep(s))
+        .map(|(n, _)| format!("edit_{n}"))
+        .collect()
+}
+
+/// SHA-256 of `bytes`.
+pub(crate) fn hash(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}

@@ -1,0 +1,507 @@
+//! `ast_grep`, `ast_edit` and `resolve` on real files on disk, through dispatch.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use tools_core::{
+    ApprovalPolicy, Dispatcher, DispatcherOptions, RegistryBuilder, Run, ToolCall, ToolResult,
+    Workspace,
+};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    dispatcher: Dispatcher,
+}
+
+/// Files from `//- /path` headers.
+fn fixture(files: &str) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let mut current: Option<(String, String)> = None;
+    let mut all = Vec::new();
+    for line in files.lines() {
+        if let Some(path) = line.strip_prefix("//- /") {
+            all.extend(current.take());
+            current = Some((path.trim().to_owned(), String::new()));
+        } else if let Some((_, text)) = current.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    all.extend(current);
+    for (path, text) in all {
+        let full = dir.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+    let mut builder = RegistryBuilder::new(Run {
+        workspace: Workspace::new(dir.path()).unwrap(),
+        questions: None,
+    });
+    tools_ast::register(&mut builder, tools_ast::SearchOptions::default());
+    let options = DispatcherOptions {
+        approval: ApprovalPolicy::Allow,
+        ..DispatcherOptions::default()
+    };
+    Fixture {
+        dispatcher: Dispatcher::new(builder.build(), options),
+        dir,
+    }
+}
+
+impl Fixture {
+    async fn call(&self, name: &str, arguments: Value) -> ToolResult {
+        self.dispatcher
+            .dispatch(ToolCall {
+                name: name.into(),
+                arguments,
+            })
+            .await
+    }
+
+    async fn grep(&self, arguments: Value) -> ToolResult {
+        let result = self.call("ast_grep", arguments).await;
+        assert!(!result.is_error, "{}", result.text);
+        result
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(path)).unwrap()
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        std::fs::write(self.dir.path().join(path), text).unwrap();
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// `path:LINE` locations of the matches, in result order.
+fn locations(result: &ToolResult) -> Vec<String> {
+    let structured = result.structured.as_ref().unwrap();
+    structured["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{}:{}", m["path"].as_str().unwrap(), m["line"]))
+        .collect()
+}
+
+const DART: &str = r#"
+//- /lib/widget.dart
+class Widget {
+  Controller? controller;
+  Controller? other;
+
+  void dispose() {
+    if (controller != null) controller.dispose();
+    if (controller != null) other.dispose();
+    if (other != null) {
+      other.dispose();
+    }
+  }
+}
+//- /lib/calls.dart
+void cleanup(Object x, Object y) {
+  dispose(x);
+  dispose( x );
+  dispose(
+    x,
+  );
+  dispose(/* the thing */ x);
+  print("dispose(x)");
+  // dispose(x)
+  dispose(y);
+}
+"#;
+
+#[tokio::test]
+async fn ast_2_a_repeated_metavariable_must_capture_the_same_code() {
+    let fx = fixture(DART);
+    let result = fx
+        .grep(json!({"pattern": "if ($X != null) $X.dispose()", "language": "dart"}))
+        .await;
+    // The guard that disposes what it checked matches; the one disposing `other` does not.
+    // The braced guard is a block, not the statement the pattern names.
+    assert_eq!(locations(&result), ["lib/widget.dart:6"]);
+    assert!(
+        result.text.starts_with(
+            "1 match in 1 file for `if ($X != null) $X.dispose()` (dart, compiled in the statement context: if_statement; 2 dart files searched)."
+        ),
+        "{}",
+        result.text
+    );
+    assert!(result.text.contains(
+        "\nlib/widget.dart:6: if (controller != null) controller.dispose();\n    $X = controller"
+    ));
+}
+
+#[tokio::test]
+async fn ast_4_a_call_is_found_however_it_is_spaced_and_never_in_strings_or_comments() {
+    let fx = fixture(DART);
+    let result = fx
+        .grep(json!({"pattern": "dispose(x)", "path": "lib/calls.dart"}))
+        .await;
+    assert_eq!(
+        locations(&result),
+        [
+            "lib/calls.dart:2",
+            "lib/calls.dart:3",
+            "lib/calls.dart:4",
+            "lib/calls.dart:7"
+        ]
+    );
+    let wrapped = &result.structured.as_ref().unwrap()["matches"][2];
+    assert_eq!(
+        (wrapped["line"].as_u64(), wrapped["end_line"].as_u64()),
+        (Some(4), Some(6))
+    );
+    assert!(
+        result
+            .text
+            .contains("lib/calls.dart:4: dispose(  (to line 6)"),
+        "{}",
+        result.text
+    );
+}
+
+#[tokio::test]
+async fn ast_5_an_unparseable_pattern_is_reported_not_silently_empty() {
+    let fx = fixture(DART);
+    let result = fx
+        .call(
+            "ast_grep",
+            json!({"pattern": "dispose($X", "language": "dart"}),
+        )
+        .await;
+    assert!(result.is_error);
+    assert!(
+        result
+            .text
+            .starts_with("the pattern `dispose($X` does not parse as dart code in any context"),
+        "{}",
+        result.text
+    );
+}
+
+#[tokio::test]
+async fn ast_1_sequences_and_wildcards() {
+    let fx = fixture(
+        r#"
+//- /app.py
+import logging
+print("a", 1, key=2)
+print()
+log(1, 2)
+log(1, 1)
+"#,
+    );
+    let args = fx
+        .grep(json!({"pattern": "print($$$ARGS)", "path": "app.py"}))
+        .await;
+    assert_eq!(locations(&args), ["app.py:2", "app.py:3"]);
+    let first = &args.structured.as_ref().unwrap()["matches"][0]["captures"];
+    assert_eq!(first, &json!({"$$$ARGS": "\"a\", 1, key=2"}));
+    // `$_` binds nothing, so two of them need not be the same code.
+    let wild = fx
+        .grep(json!({"pattern": "log($_, $_)", "path": "app.py"}))
+        .await;
+    assert_eq!(locations(&wild), ["app.py:4", "app.py:5"]);
+    assert_eq!(
+        wild.structured.as_ref().unwrap()["matches"][0]["captures"],
+        json!({})
+    );
+    let same = fx
+        .grep(json!({"pattern": "log($A, $A)", "path": "app.py"}))
+        .await;
+    assert_eq!(locations(&same), ["app.py:5"]);
+}
+
+#[tokio::test]
+async fn ast_1_rust_c_typescript_and_go() {
+    let fx = fixture(
+        r#"
+//- /src/lib.rs
+fn main() {
+    let a = parse(x).unwrap();
+    let b = parse(y)?;
+    let s = "parse(z).unwrap()";
+}
+//- /native/buf.c
+#include <stdlib.h>
+void f(void) {
+    char *p = malloc(16);
+    free(p);
+    char *q = malloc(sizeof(int) * 4);
+}
+//- /web/app.ts
+function f(): void {
+  console.log("a", b);
+  console.error("c");
+}
+//- /cmd/main.go
+package main
+
+import "fmt"
+
+func main() {
+	fmt.Println("hi", 1)
+	fmt.Printf("%d", 2)
+}
+"#,
+    );
+    let rust = fx
+        .grep(json!({"pattern": "$E.unwrap()", "language": "rust"}))
+        .await;
+    assert_eq!(locations(&rust), ["src/lib.rs:2"]);
+    assert_eq!(
+        rust.structured.as_ref().unwrap()["matches"][0]["captures"]["$E"],
+        "parse(x)"
+    );
+    let c = fx
+        .grep(json!({"pattern": "malloc($SIZE)", "language": "c"}))
+        .await;
+    assert_eq!(locations(&c), ["native/buf.c:3", "native/buf.c:5"]);
+    let ts = fx
+        .grep(json!({"pattern": "console.log($$$A)", "language": "typescript"}))
+        .await;
+    assert_eq!(locations(&ts), ["web/app.ts:2"]);
+    let go = fx
+        .grep(json!({"pattern": "fmt.Println($$$A)", "language": "go"}))
+        .await;
+    assert_eq!(locations(&go), ["cmd/main.go:6"]);
+}
+
+#[tokio::test]
+async fn ast_3_matches_are_sorted_and_capped_with_the_total() {
+    let mut files = String::new();
+    for name in ["b", "a", "c"] {
+        files.push_str(&format!("//- /{name}.py\nf(1)\nf(2)\n"));
+    }
+    let fx = fixture(&files);
+    let result = fx
+        .grep(json!({"pattern": "f($X)", "language": "python", "max_results": 4}))
+        .await;
+    assert_eq!(locations(&result), ["a.py:1", "a.py:2", "b.py:1", "b.py:2"]);
+    let structured = result.structured.as_ref().unwrap();
+    assert_eq!(
+        (
+            structured["total"].as_u64(),
+            structured["truncated"].as_bool()
+        ),
+        (Some(6), Some(true))
+    );
+    assert!(result.text.contains("Showing the first 4 of 6, sorted by path and line; narrow `path` or raise `max_results` for the rest."));
+}
+
+#[tokio::test]
+async fn ast_3_gitignored_files_are_not_searched() {
+    let fx = fixture("//- /.gitignore\nbuild/\n//- /src/a.py\nf(1)\n//- /build/gen.py\nf(2)\n");
+    let result = fx
+        .grep(json!({"pattern": "f($X)", "language": "python"}))
+        .await;
+    assert_eq!(locations(&result), ["src/a.py:1"]);
+}
+
+#[tokio::test]
+async fn no_match_says_how_many_files_were_searched() {
+    let fx = fixture(DART);
+    let result = fx
+        .grep(json!({"pattern": "close($X)", "language": "dart"}))
+        .await;
+    assert_eq!(
+        result.text,
+        "No matches for `close($X)` (dart, compiled in the statement context: call_expression) in 2 dart files under `.`."
+    );
+}
+
+const EDIT: &str = r#"
+//- /lib/a.dart
+void a(Object x) {
+  dispose(x);
+}
+//- /lib/b.dart
+void b(Object y, Object z) {
+  dispose(y);
+  dispose(z);
+}
+//- /lib/c.dart
+void c() {}
+"#;
+
+#[tokio::test]
+async fn ast_6_edits_are_staged_not_written() {
+    let fx = fixture(EDIT);
+    let staged = fx
+        .call(
+            "ast_edit",
+            json!({"pattern": "dispose($X)", "rewrite": "$X.dispose()", "language": "dart"}),
+        )
+        .await;
+    assert!(!staged.is_error, "{}", staged.text);
+    assert!(
+        staged.text.starts_with(
+            "(proposed) 3 replacements in 2 files — nothing is written yet: call resolve with edit_id \"edit_1\""
+        ),
+        "{}",
+        staged.text
+    );
+    assert!(staged.text.contains("--- a/lib/a.dart\n+++ b/lib/a.dart\n@@ -1,3 +1,3 @@\n void a(Object x) {\n-  dispose(x);\n+  x.dispose();\n }\n"));
+    assert_eq!(
+        fx.read("lib/a.dart"),
+        "void a(Object x) {\n  dispose(x);\n}\n"
+    );
+    let accepted = fx
+        .call("resolve", json!({"edit_id": "edit_1", "action": "accept"}))
+        .await;
+    assert!(!accepted.is_error, "{}", accepted.text);
+    assert_eq!(
+        accepted.text,
+        "Accepted edit_1: wrote 3 replacement(s) in 2 file(s):\n  lib/a.dart (1)\n  lib/b.dart (2)"
+    );
+    assert_eq!(
+        fx.read("lib/b.dart"),
+        "void b(Object y, Object z) {\n  y.dispose();\n  z.dispose();\n}\n"
+    );
+    let again = fx
+        .call("resolve", json!({"edit_id": "edit_1", "action": "accept"}))
+        .await;
+    assert_eq!(
+        again.text,
+        "`edit_1` was already accepted, so nothing was done; no edit is pending in this run; stage one with ast_edit"
+    );
+}
+
+#[tokio::test]
+async fn ast_7_a_file_changed_behind_the_edits_back_rejects_the_whole_edit() {
+    let fx = fixture(EDIT);
+    let staged = fx.call("ast_edit", json!({"pattern": "dispose($X)", "rewrite": "$X.dispose()", "path": "lib", "language": "dart"})).await;
+    assert!(!staged.is_error, "{}", staged.text);
+    fx.write(
+        "lib/b.dart",
+        "void b(Object y, Object z) {\n  dispose(y);\n  dispose(z);\n  // edited meanwhile\n}\n",
+    );
+    let rejected = fx
+        .call("resolve", json!({"edit_id": "edit_1", "action": "accept"}))
+        .await;
+    assert!(rejected.is_error);
+    assert_eq!(
+        rejected.text,
+        "rejected edit_1: 1 of 2 file(s) changed since the edit was staged (lib/b.dart); no file was written. Run ast_edit again to stage the change against the current files"
+    );
+    // Not even the file that did not change was written.
+    assert_eq!(
+        fx.read("lib/a.dart"),
+        "void a(Object x) {\n  dispose(x);\n}\n"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(fx.root().join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 3, "no temp files are left: {leftovers:?}");
+}
+
+#[tokio::test]
+async fn resolve_discards_and_refuses_unknown_ids() {
+    let fx = fixture(EDIT);
+    fx.call(
+        "ast_edit",
+        json!({"pattern": "dispose($X)", "rewrite": "$X.dispose()", "language": "dart"}),
+    )
+    .await;
+    let unknown = fx
+        .call("resolve", json!({"edit_id": "edit_7", "action": "accept"}))
+        .await;
+    assert_eq!(
+        unknown.text,
+        "unknown edit_id `edit_7`: the pending edits are edit_1"
+    );
+    let discarded = fx
+        .call("resolve", json!({"edit_id": "edit_1", "action": "discard"}))
+        .await;
+    assert_eq!(
+        discarded.text,
+        "Discarded edit_1: nothing was written (2 file(s) left as they are)."
+    );
+    assert_eq!(
+        fx.read("lib/a.dart"),
+        "void a(Object x) {\n  dispose(x);\n}\n"
+    );
+    let bad = fx
+        .call("resolve", json!({"edit_id": "edit_1", "action": "apply"}))
+        .await;
+    assert!(bad.text.starts_with("bad arguments for `resolve`: field `action`: unknown variant `apply`, expected `accept` or `discard`"), "{}", bad.text);
+}
+
+#[tokio::test]
+async fn ast_6_a_rewrite_using_an_undefined_metavariable_is_an_error() {
+    let fx = fixture(EDIT);
+    let result = fx
+        .call(
+            "ast_edit",
+            json!({"pattern": "dispose($X)", "rewrite": "$Y.dispose()", "language": "dart"}),
+        )
+        .await;
+    assert_eq!(
+        result.text,
+        "`rewrite` uses $Y, which the pattern does not define (it defines $X); use only the pattern's metavariables"
+    );
+}
+
+#[tokio::test]
+async fn ast_6_python_and_rust_rewrites_keep_indentation() {
+    let fx = fixture(
+        r#"
+//- /m.py
+def f():
+    if x:
+        print("a", b)
+//- /src/main.rs
+fn main() {
+    let v = thing.unwrap();
+}
+"#,
+    );
+    let py = fx
+        .call(
+            "ast_edit",
+            json!({"pattern": "print($$$A)", "rewrite": "log($$$A)", "path": "m.py"}),
+        )
+        .await;
+    assert!(!py.is_error, "{}", py.text);
+    fx.call("resolve", json!({"edit_id": "edit_1", "action": "accept"}))
+        .await;
+    assert_eq!(
+        fx.read("m.py"),
+        "def f():\n    if x:\n        log(\"a\", b)\n"
+    );
+    let rs = fx.call("ast_edit", json!({"pattern": "$E.unwrap()", "rewrite": "$E.expect(\"checked\")", "path": "src/main.rs"})).await;
+    assert!(!rs.is_error, "{}", rs.text);
+    let done = fx
+        .call("resolve", json!({"edit_id": "edit_2", "action": "accept"}))
+        .await;
+    assert!(!done.is_error, "{}", done.text);
+    assert_eq!(
+        fx.read("src/main.rs"),
+        "fn main() {\n    let v = thing.expect(\"checked\");\n}\n"
+    );
+}
+
+#[tokio::test]
+async fn prod_5_paths_outside_the_workspace_are_refused() {
+    let fx = fixture(EDIT);
+    let result = fx
+        .call(
+            "ast_grep",
+            json!({"pattern": "f($X)", "path": "..", "language": "dart"}),
+        )
+        .await;
+    assert!(
+        result.text.contains("outside the workspace root"),
+        "{}",
+        result.text
+    );
+}
