@@ -1,5 +1,6 @@
 //! Project automation: `cargo xtask codegen [--check]` and `cargo xtask ci`.
 
+mod bench;
 mod ci;
 mod codegen;
 
@@ -13,10 +14,12 @@ fn main() -> ExitCode {
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
         ["ci"] => ci::run(),
+        ["bench", what] => bench::run(what),
         _ => {
             eprintln!(
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
-                 cargo xtask ci                  install what the tests need, then run every check and test"
+                 cargo xtask ci                  install what the tests need, then run every check and test\n  \
+                 cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus"
             );
             return ExitCode::from(2);
         }

@@ -139,3 +139,58 @@ pub(crate) fn mcp_result(result: ToolResult) -> CallToolResult {
     call_result.structured_content = result.structured;
     call_result
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tools_core::Image;
+
+    use super::*;
+
+    #[test]
+    fn prod_2_images_travel_as_mcp_image_content_beside_the_text() {
+        let result = ToolResult {
+            text: "a plot".into(),
+            structured: Some(json!({"ok": true})),
+            images: vec![Image::png(vec![0x89, b'P', b'N', b'G'])],
+            is_error: false,
+        };
+        let value = serde_json::to_value(mcp_result(result)).unwrap();
+        assert_eq!(
+            value["content"][0],
+            json!({"type": "text", "text": "a plot"})
+        );
+        assert_eq!(
+            value["content"][1],
+            json!({"type": "image", "data": "iVBORw==", "mimeType": "image/png"})
+        );
+        assert_eq!(value["structuredContent"], json!({"ok": true}));
+        assert_eq!(value["isError"], json!(false));
+    }
+
+    #[test]
+    fn prod_2_tiers_map_onto_annotations() {
+        let spec = |tier| ToolSpec {
+            name: "t",
+            tier,
+            parallel_safe: true,
+            description: String::new(),
+            input_schema: Default::default(),
+            output_schema: Default::default(),
+        };
+        let hints = |tier| {
+            let value = serde_json::to_value(mcp_tool(&spec(tier)).annotations.unwrap()).unwrap();
+            (
+                value["readOnlyHint"].clone(),
+                value["destructiveHint"].clone(),
+                value["openWorldHint"].clone(),
+            )
+        };
+        assert_eq!(hints(Tier::Read), (json!(true), json!(null), json!(null)));
+        assert_eq!(
+            hints(Tier::Write),
+            (json!(false), json!(true), json!(false))
+        );
+        assert_eq!(hints(Tier::Exec), (json!(false), json!(true), json!(true)));
+    }
+}

@@ -20,7 +20,7 @@ pub use crate::{
     ast_edit::{AstEdit, AstEditInput, AstEditOutput, EditedFile},
     ast_grep::{AstGrep, AstGrepInput, AstGrepOutput, AstMatch},
     resolve::{Resolve, ResolveAction, ResolveInput, ResolveOutput},
-    search::SearchOptions,
+    search::{SearchOptions, Span, find_spans},
 };
 
 use tools_core::RegistryBuilder;

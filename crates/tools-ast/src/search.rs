@@ -168,17 +168,24 @@ fn visit_file(
                 captures.push((format!("$$${name}"), text));
             }
         }
-        let line = line_of(&source, range.start);
-        let line_start = source[..range.start].rfind('\n').map_or(0, |i| i + 1);
+        // Rows come from the tree, not from counting newlines from the top of the file for
+        // every match (which is quadratic in files with many matches).
+        let (row, byte_column) = matched.start_pos().byte_point();
+        let line_start = range.start - byte_column;
         let line_end = source[range.start..]
             .find('\n')
             .map_or(source.len(), |i| range.start + i);
+        let end_row = match matched.end_pos().byte_point() {
+            // A match ending at a line's start ends on the line before.
+            (end_row, 0) if end_row > row => end_row - 1,
+            (end_row, _) => end_row,
+        };
         found.push(Found {
             path: file.to_path_buf(),
             range: range.clone(),
-            line,
+            line: row + 1,
             column: source[line_start..range.start].chars().count() + 1,
-            end_line: line_of(&source, range.end.saturating_sub(1).max(range.start)),
+            end_line: end_row + 1,
             text: matched.text().into_owned(),
             line_text: source[line_start..line_end]
                 .trim_end_matches('\r')
@@ -225,10 +232,6 @@ fn apply_edits(file: &Path, source: &str, mut edits: Vec<(usize, usize, Vec<u8>)
     }
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    memchr::memchr_iter(b'\n', &text.as_bytes()[..offset.min(text.len())]).count() + 1
-}
-
 /// The metavariables a rewrite template uses.
 pub(crate) fn template_vars(template: &TemplateFix) -> Vec<String> {
     let mut vars: Vec<String> = template
@@ -247,4 +250,39 @@ pub(crate) fn template(rewrite: &str, lang: SupportLang) -> TemplateFix {
         // The error type has no variants: building a template cannot fail.
         Err(never) => match never {},
     }
+}
+
+/// Where one match is: the file and the byte range in it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Span {
+    /// The file.
+    pub path: PathBuf,
+    /// Byte offset of the match's start.
+    pub start: usize,
+    /// Byte offset just past the match's end.
+    pub end: usize,
+}
+
+/// Structural search as a library call: every match of `pattern` in `language` under `path`,
+/// sorted by path and position. Errors are the messages `ast_grep` would show.
+pub fn find_spans(
+    pattern: &str,
+    language: &str,
+    path: &Path,
+    options: SearchOptions,
+) -> Result<Vec<Span>, String> {
+    let lang = language
+        .parse::<SupportLang>()
+        .map_err(|_| format!("unknown language `{language}`"))?;
+    let compiled = crate::compile::compile(pattern, lang, None).map_err(|e| e.to_string())?;
+    let walked = walk(path, &compiled, None, options);
+    Ok(walked
+        .found
+        .into_iter()
+        .map(|f| Span {
+            path: f.path,
+            start: f.range.start,
+            end: f.range.end,
+        })
+        .collect())
 }
