@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
 
-use crate::compile::compile;
-use crate::language::{id, resolve_language};
+use crate::compile::{Target, target};
+use crate::language::id;
 use crate::search::{SearchOptions, template, template_vars, walk};
 use crate::staging::{EditStore, StagedFile, hash};
 
@@ -83,15 +83,18 @@ impl Tool for AstEdit {
         input: AstEditInput,
     ) -> Result<ToolOutput<AstEditOutput>, ToolError> {
         let workspace = context.workspace();
-        let path = workspace.resolve(input.path.as_deref().unwrap_or("."))?;
-        let shown = workspace.display(&path);
-        if !path.exists() {
-            return Err(ToolError::failed(format!(
-                "{shown} does not exist; give a file or folder inside the workspace"
-            )));
-        }
-        let lang = resolve_language(input.language.as_deref(), &path, &shown)?;
-        let compiled = compile(&input.pattern, lang, input.context.as_deref())?;
+        let Target {
+            path,
+            shown,
+            compiled,
+        } = target(
+            workspace,
+            input.path.as_deref(),
+            input.language.as_deref(),
+            &input.pattern,
+            input.context.as_deref(),
+        )?;
+        let lang = compiled.lang;
         let fix = template(&input.rewrite, lang);
         let undefined: Vec<String> = template_vars(&fix)
             .into_iter()

@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
 
-use crate::compile::compile;
-use crate::language::{id, resolve_language};
+use crate::compile::{Target, target};
+use crate::language::id;
 use crate::search::{Found, SearchOptions, walk};
 
 /// Find code by its syntactic shape, not its text.
@@ -98,15 +98,18 @@ impl Tool for AstGrep {
         input: AstGrepInput,
     ) -> Result<ToolOutput<AstGrepOutput>, ToolError> {
         let workspace = context.workspace();
-        let path = workspace.resolve(input.path.as_deref().unwrap_or("."))?;
-        let shown = workspace.display(&path);
-        if !path.exists() {
-            return Err(ToolError::failed(format!(
-                "{shown} does not exist; give a file or folder inside the workspace"
-            )));
-        }
-        let lang = resolve_language(input.language.as_deref(), &path, &shown)?;
-        let compiled = compile(&input.pattern, lang, input.context.as_deref())?;
+        let Target {
+            path,
+            shown,
+            compiled,
+        } = target(
+            workspace,
+            input.path.as_deref(),
+            input.language.as_deref(),
+            &input.pattern,
+            input.context.as_deref(),
+        )?;
+        let lang = compiled.lang;
         let max = input.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
         if max == 0 {
             return Err(ToolError::failed(

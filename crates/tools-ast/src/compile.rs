@@ -29,6 +29,38 @@ pub(crate) struct Compiled {
     pub(crate) literals: Vec<String>,
 }
 
+/// What a search or an edit runs on: the resolved path, how it is shown, and the pattern
+/// compiled for the path's language.
+pub(crate) struct Target {
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) shown: String,
+    pub(crate) compiled: Compiled,
+}
+
+/// Resolves `path` (default the workspace) and `language`, and compiles `pattern` for it.
+pub(crate) fn target(
+    workspace: &tools_core::Workspace,
+    path: Option<&str>,
+    language: Option<&str>,
+    pattern: &str,
+    context: Option<&str>,
+) -> Result<Target, ToolError> {
+    let path = workspace.resolve(path.unwrap_or("."))?;
+    let shown = workspace.display(&path);
+    if !path.exists() {
+        return Err(ToolError::failed(format!(
+            "{shown} does not exist; give a file or folder inside the workspace"
+        )));
+    }
+    let lang = crate::language::resolve_language(language, &path, &shown)?;
+    let compiled = compile(pattern, lang, context)?;
+    Ok(Target {
+        path,
+        shown,
+        compiled,
+    })
+}
+
 /// Why one rung refused the fragment.
 struct Refusal {
     rung: &'static str,
