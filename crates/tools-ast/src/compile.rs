@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use ast_grep_core::language::Language;
 use ast_grep_core::matcher::PatternNode;
-use ast_grep_core::tree_sitter::{LanguageExt, StrDoc};
-use ast_grep_core::{Node, Pattern};
+use ast_grep_core::tree_sitter::StrDoc;
+use ast_grep_core::{AstGrep, Node, Pattern};
 use ast_grep_language::SupportLang;
 use tools_core::ToolError;
 
@@ -24,8 +24,8 @@ pub(crate) struct Compiled {
     pub(crate) kind: String,
     /// Every metavariable the pattern defines, without `$`.
     pub(crate) vars: BTreeSet<String>,
-    /// Texts every match must contain: the pattern's named leaves. A file without one of them
-    /// cannot match, so it is never parsed.
+    /// Texts every match must contain: the pattern's named leaves and keywords. A file without
+    /// one of them cannot match, so it is never parsed.
     pub(crate) literals: Vec<String>,
 }
 
@@ -135,7 +135,8 @@ fn try_rung(fragment: &str, lang: SupportLang, rung: &Rung) -> Result<Compiled, 
     let text = format!("{}{body}{terminator}{}", rung.prefix, rung.suffix);
     let start = rung.prefix.len();
     let end = start + body.len();
-    let root = lang.ast_grep(&text);
+    // The fallible constructor: a parser that gives up is a refusal, not a panic.
+    let root = AstGrep::try_new(&text, lang).map_err(|e| format!("the parser failed: {e}"))?;
     let top = root.root();
     if let Some(problem) = first_problem(&top, lang) {
         let at = problem.range().start;
@@ -242,15 +243,18 @@ fn descend_wrappers(mut node: Node<'_, StrDoc<SupportLang>>) -> Node<'_, StrDoc<
     }
 }
 
-/// Named leaves' texts, longest first is not needed: each is checked on its own.
+/// Texts a match must contain: named leaves (identifiers, literals) and keyword tokens. The
+/// matcher compares every leaf of the pattern with the code, anonymous tokens included, so a
+/// file lacking one of these texts cannot match. Punctuation is left out: every file has it.
 fn collect_literals(node: &PatternNode, out: &mut Vec<String>) {
     match node {
-        PatternNode::Terminal {
-            text,
-            is_named: true,
-            ..
-        } if !text.trim().is_empty() => out.push(text.clone()),
-        PatternNode::Terminal { .. } | PatternNode::MetaVar { .. } => {}
+        PatternNode::Terminal { text, is_named, .. } => {
+            let keyword = text.chars().any(char::is_alphanumeric);
+            if (*is_named || keyword) && !text.trim().is_empty() {
+                out.push(text.clone());
+            }
+        }
+        PatternNode::MetaVar { .. } => {}
         PatternNode::Internal { children, .. } => {
             children.iter().for_each(|c| collect_literals(c, out))
         }
@@ -357,7 +361,9 @@ mod tests {
     #[test]
     fn literals_are_the_named_leaves() {
         let compiled = compile("if ($X != null) $X.dispose()", Dart, None).unwrap();
-        assert_eq!(compiled.literals, ["dispose", "null"]);
+        assert_eq!(compiled.literals, ["dispose", "if", "null"]);
+        let unsafe_block = compile("unsafe { $$$B }", Rust, None).unwrap();
+        assert_eq!(unsafe_block.literals, ["unsafe"]);
         assert_eq!(compiled.vars.into_iter().collect::<Vec<_>>(), ["X"]);
     }
 }

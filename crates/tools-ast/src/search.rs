@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use ast_grep_core::language::Language as _;
 use ast_grep_core::replacer::TemplateFix;
-use ast_grep_core::tree_sitter::LanguageExt;
+use ast_grep_core::AstGrep;
 use ast_grep_language::SupportLang;
 use memchr::memmem;
 
@@ -146,7 +146,9 @@ fn visit_file(
     let Ok(source) = String::from_utf8(bytes) else {
         return Visit::Unreadable;
     };
-    let root = compiled.lang.ast_grep(&source);
+    let Ok(root) = AstGrep::try_new(&source, compiled.lang) else {
+        return Visit::Unreadable;
+    };
     let top = root.root();
     let mut found = Vec::new();
     let mut edits = Vec::new();
