@@ -2,11 +2,11 @@
 //! `.gitignore`. A file is parsed only when it contains every literal the pattern needs.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use ast_grep_core::AstGrep;
 use ast_grep_core::language::Language as _;
 use ast_grep_core::replacer::TemplateFix;
-use ast_grep_core::AstGrep;
 use ast_grep_language::SupportLang;
 use memchr::memmem;
 
@@ -22,7 +22,8 @@ pub struct SearchOptions {
 /// One match in one file.
 #[derive(Debug, Clone)]
 pub(crate) struct Found {
-    pub(crate) path: PathBuf,
+    /// Shared by every match of the file.
+    pub(crate) path: Arc<Path>,
     /// Byte range in the file.
     pub(crate) range: std::ops::Range<usize>,
     /// 1-based line and column (in characters) of the start, and the end line.
@@ -70,6 +71,9 @@ pub(crate) fn walk(
     options: SearchOptions,
 ) -> Walked {
     let state = Mutex::new(Walked::default());
+    // Each file's matches come out in position order; files are sorted once at the end, so
+    // no sort ever runs over every match.
+    let batches: Mutex<Vec<Vec<Found>>> = Mutex::new(Vec::new());
     let finders: Vec<memmem::Finder<'_>> = compiled
         .literals
         .iter()
@@ -84,8 +88,12 @@ pub(crate) fn walk(
             Visit::Unreadable => state.unreadable.push(file.to_path_buf()),
             Visit::Parsed { found, rewrite } => {
                 state.parsed += 1;
-                state.found.extend(found);
                 state.rewrites.extend(rewrite);
+                if !found.is_empty()
+                    && let Ok(mut batches) = batches.lock()
+                {
+                    batches.push(found);
+                }
             }
         }
     };
@@ -112,9 +120,11 @@ pub(crate) fn walk(
     let mut walked = state
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    walked
-        .found
-        .sort_by(|a, b| a.path.cmp(&b.path).then(a.range.start.cmp(&b.range.start)));
+    let mut batches = batches
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    batches.sort_by(|a, b| a.first().map(|f| &f.path).cmp(&b.first().map(|f| &f.path)));
+    walked.found = batches.into_iter().flatten().collect();
     walked.rewrites.sort_by(|a, b| a.path.cmp(&b.path));
     walked.unreadable.sort();
     walked
@@ -150,15 +160,21 @@ fn visit_file(
         return Visit::Unreadable;
     };
     let top = root.root();
+    let path: Arc<Path> = Arc::from(file);
+    let keys: Vec<(String, String)> = compiled
+        .vars
+        .iter()
+        .map(|name| (format!("${name}"), format!("$$${name}")))
+        .collect();
     let mut found = Vec::new();
     let mut edits = Vec::new();
     for matched in top.find_all(&compiled.pattern) {
         let range = matched.range();
         let env = matched.get_env();
         let mut captures = Vec::new();
-        for name in &compiled.vars {
+        for (name, (single, multi)) in compiled.vars.iter().zip(&keys) {
             if let Some(node) = env.get_match(name) {
-                captures.push((format!("${name}"), node.text().into_owned()));
+                captures.push((single.clone(), node.text().into_owned()));
             } else {
                 let nodes = env.get_multiple_matches(name);
                 let text = match (nodes.first(), nodes.last()) {
@@ -167,7 +183,7 @@ fn visit_file(
                     }
                     _ => String::new(),
                 };
-                captures.push((format!("$$${name}"), text));
+                captures.push((multi.clone(), text));
             }
         }
         // Rows come from the tree, not from counting newlines from the top of the file for
@@ -183,7 +199,7 @@ fn visit_file(
             (end_row, _) => end_row,
         };
         found.push(Found {
-            path: file.to_path_buf(),
+            path: Arc::clone(&path),
             range: range.clone(),
             line: row + 1,
             column: source[line_start..range.start].chars().count() + 1,
@@ -282,7 +298,7 @@ pub fn find_spans(
         .found
         .into_iter()
         .map(|f| Span {
-            path: f.path,
+            path: f.path.to_path_buf(),
             start: f.range.start,
             end: f.range.end,
         })
