@@ -154,6 +154,7 @@ mod tests {
             structured: Some(json!({"ok": true})),
             images: vec![Image::png(vec![0x89, b'P', b'N', b'G'])],
             is_error: false,
+            touched: vec![],
         };
         let value = serde_json::to_value(mcp_result(result)).unwrap();
         assert_eq!(

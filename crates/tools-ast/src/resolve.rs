@@ -133,6 +133,7 @@ impl Tool for Resolve {
                 files: shown,
                 replacements,
             },
-        ))
+        )
+        .touching(files.into_iter().map(|f| f.path)))
     }
 }

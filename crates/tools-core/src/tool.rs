@@ -2,6 +2,7 @@
 //! registry holds, and what a call returns.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -58,6 +59,9 @@ pub struct ToolOutput<O> {
     pub structured: O,
     /// Pictures the call produced (a plot, a screenshot).
     pub images: Vec<Image>,
+    /// Files the call created, changed or removed (absolute), so wrappers can act on them:
+    /// diagnostics on write syncs exactly these (LSP-6).
+    pub touched: Vec<PathBuf>,
 }
 
 impl<O> ToolOutput<O> {
@@ -67,7 +71,14 @@ impl<O> ToolOutput<O> {
             text: text.into(),
             structured,
             images: Vec::new(),
+            touched: Vec::new(),
         }
+    }
+
+    /// The same result, naming the files the call wrote.
+    pub fn touching(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.touched.extend(paths);
+        self
     }
 }
 
@@ -101,6 +112,8 @@ pub struct ToolResult {
     pub images: Vec<Image>,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Files the call created, changed or removed (absolute).
+    pub touched: Vec<PathBuf>,
 }
 
 impl ToolResult {
@@ -111,6 +124,7 @@ impl ToolResult {
             structured: None,
             images: Vec::new(),
             is_error: true,
+            touched: Vec::new(),
         }
     }
 }
@@ -188,6 +202,7 @@ impl<T: Tool> AnyTool for T {
                     structured: Some(structured),
                     images: output.images,
                     is_error: false,
+                    touched: output.touched,
                 })
             })
         }))

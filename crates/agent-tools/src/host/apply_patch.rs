@@ -179,7 +179,8 @@ impl Tool for ApplyPatch {
                 file.path, file.added, file.removed
             ));
         }
-        Ok(ToolOutput::new(text, ApplyPatchOutput { files }))
+        let touched = changes.into_iter().map(|(path, _)| path);
+        Ok(ToolOutput::new(text, ApplyPatchOutput { files }).touching(touched))
     }
 }
 
@@ -224,6 +225,13 @@ deleted file mode 100644
         );
         assert_eq!(fx.file("src/a.rs"), "fn a() {\n    10\n}\n");
         assert_eq!(fx.file("src/c.rs"), "fn c() {}\n");
+        // The files it wrote are named for wrappers (diagnostics on write syncs exactly these).
+        let root = fx.dir.path().canonicalize().unwrap();
+        let touched: Vec<_> = ["src/a.rs", "src/c.rs", "old.txt"]
+            .iter()
+            .map(|p| root.join(p))
+            .collect();
+        assert_eq!(result.touched, touched);
         assert!(!fx.dir.path().join("old.txt").exists());
     }
 

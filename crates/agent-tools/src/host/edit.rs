@@ -111,7 +111,8 @@ impl Tool for Edit {
                 replacements: starts.len(),
                 lines,
             },
-        ))
+        )
+        .touching([path]))
     }
 }
 
@@ -173,6 +174,8 @@ mod tests {
         let fx = Fixture::new(FILE);
         let result = fx.call("edit", json!({"path": "src/lib.rs", "old_string": "fn b() {\n    let x = 1;", "new_string": "fn b() {\n    let x = 2;"})).await;
         assert_eq!(result.text, "Edited src/lib.rs: 1 replacement at line 4");
+        let root = fx.dir.path().canonicalize().unwrap();
+        assert_eq!(result.touched, [root.join("src/lib.rs")]);
         assert_eq!(
             fx.file("src/lib.rs"),
             "fn a() {\n    let x = 1;\n}\nfn b() {\n    let x = 2;\n}\n"

@@ -68,7 +68,8 @@ impl Tool for Write {
                 bytes,
                 lines,
             },
-        ))
+        )
+        .touching([path]))
     }
 }
 

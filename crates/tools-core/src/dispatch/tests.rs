@@ -270,7 +270,8 @@ async fn results_carry_text_and_structured_content() {
             text: "hi".into(),
             structured: Some(json!({"text": "hi"})),
             images: vec![],
-            is_error: false
+            is_error: false,
+            touched: vec![],
         }
     );
 }
