@@ -46,6 +46,12 @@ impl Default for LspConfig {
 }
 
 impl LspConfig {
+    /// Checks the server table this configuration makes (a new server needs a command,
+    /// extensions and markers; a command cannot be empty).
+    pub fn validate(&self) -> crate::Result<()> {
+        crate::servers::table(self).map(|_| ())
+    }
+
     pub(crate) fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_seconds.max(1))
     }

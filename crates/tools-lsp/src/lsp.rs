@@ -131,7 +131,7 @@ pub struct LspOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
     /// Places found: definitions, type definitions, implementations or references.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locations: Vec<Place>,
     /// How many there were before capping (references, symbols, diagnostics).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,19 +140,19 @@ pub struct LspOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hover: Option<String>,
     /// Symbols of a file or of a workspace search.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub symbols: Vec<SymbolItem>,
     /// Errors and warnings.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<DiagnosticItem>,
     /// Code actions on offer.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<ActionItem>,
     /// Every server, for `status`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<ServerReport>,
     /// Notes: which occurrence was used, capping, a server still indexing.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
@@ -414,9 +414,12 @@ impl Lsp {
             .collect();
         if operation == Operation::References {
             // Files in path order, lines in order: easier to read than the server's order.
+            // Two uses on one line stay two entries: the count is of uses, not lines.
             places.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+        } else {
+            // Some servers report one declaration twice (through a re-export, say).
+            places.dedup();
         }
-        places.dedup();
         let total = places.len();
         let cap = match operation {
             Operation::References => REFERENCES_CAP,

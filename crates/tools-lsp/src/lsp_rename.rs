@@ -62,7 +62,7 @@ pub struct RenamedFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub renamed_from: Option<String>,
     /// Whether the rename deleted it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
 }
 

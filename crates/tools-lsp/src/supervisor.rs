@@ -142,7 +142,7 @@ pub struct SessionReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// The last lines it wrote to stderr.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr_tail: Vec<String>,
 }
 
