@@ -27,3 +27,5 @@ pub use crate::{
 #[cfg(feature = "ask")]
 pub use tools_ask;
 pub use tools_core;
+#[cfg(feature = "lsp")]
+pub use tools_lsp;

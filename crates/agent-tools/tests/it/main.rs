@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli;
+mod lsp;
 mod mcp;
 mod support;

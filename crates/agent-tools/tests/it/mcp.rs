@@ -12,7 +12,15 @@ async fn prod_2_tools_list_shows_exactly_what_each_surface_sees() {
     let full = Server::start(dir.path(), &[], Client::answering(vec![Person::Decline])).await;
     assert_eq!(
         full.tool_names().await,
-        ["apply_patch", "ask_user", "edit", "read", "write"]
+        [
+            "apply_patch",
+            "ask_user",
+            "edit",
+            "lsp",
+            "lsp_rename",
+            "read",
+            "write"
+        ]
     );
     for surface in ["plan", "readonly"] {
         let server = Server::start(
@@ -23,7 +31,7 @@ async fn prod_2_tools_list_shows_exactly_what_each_surface_sees() {
         .await;
         assert_eq!(
             server.tool_names().await,
-            ["ask_user", "read"],
+            ["ask_user", "lsp", "read"],
             "surface {surface}"
         );
     }
@@ -159,7 +167,7 @@ async fn ask_5_ask_user_is_absent_for_a_client_without_elicitation() {
     let server = Server::start(dir.path(), &[], Client::without_elicitation()).await;
     assert_eq!(
         server.tool_names().await,
-        ["apply_patch", "edit", "read", "write"]
+        ["apply_patch", "edit", "lsp", "lsp_rename", "read", "write"]
     );
     let result = server.call("ask_user", json!({"question": "?"})).await;
     assert!(
