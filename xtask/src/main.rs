@@ -1,5 +1,7 @@
-//! Project automation: `cargo xtask codegen [--check]` and `cargo xtask ci`.
+//! Project automation: `cargo xtask codegen [--check]`, `cargo xtask ci` and
+//! `cargo xtask bench lsp`.
 
+mod bench;
 mod ci;
 mod codegen;
 
@@ -13,10 +15,12 @@ fn main() -> ExitCode {
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
         ["ci"] => ci::run(),
+        ["bench", what] => bench::run(what),
         _ => {
             eprintln!(
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
-                 cargo xtask ci                  install what the tests need, then run every check and test"
+                 cargo xtask ci                  install what the tests need, then run every check and test\n  \
+                 cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace"
             );
             return ExitCode::from(2);
         }
