@@ -225,6 +225,9 @@ impl Session {
         {
             Ok(result) => result,
             Err(error) => {
+                if matches!(error, RequestError::Stopped) {
+                    session.wait_ended().await;
+                }
                 session.group.kill();
                 return Err(session.error::<Initialize>(error, start_timeout));
             }
@@ -354,9 +357,27 @@ impl Session {
                     tokio::time::sleep(Duration::from_millis(100 * attempt as u64)).await;
                     self.wait_ready().await;
                 }
+                Err(RequestError::Stopped) => {
+                    self.wait_ended().await;
+                    return Err(self.error::<R>(RequestError::Stopped, timeout));
+                }
                 Err(error) => return Err(self.error::<R>(error, timeout)),
             }
         }
+    }
+
+    /// Waits a moment for the watcher to learn why the connection ended (the pipe closes a
+    /// little before the exit status can be read), so the error can say why.
+    async fn wait_ended(&self) {
+        let mut changes = self.shared.subscribe();
+        let wait = async {
+            while self.shared.state().ended.is_none() {
+                if changes.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(1500), wait).await;
     }
 
     fn error<R: Request>(&self, error: RequestError, timeout: Duration) -> Error {

@@ -661,7 +661,9 @@ fn details(last_error: Option<&str>, tail: &StderrTail) -> String {
         details.push_str(&format!("; the last error: {error}"));
     }
     let lines = tail.last(5);
-    if !lines.is_empty() {
+    // A failed start's error already quotes the tail.
+    let quoted = last_error.is_some_and(|error| error.contains("its last stderr lines"));
+    if !lines.is_empty() && !quoted {
         details.push_str(&format!("; its last stderr lines: {}", lines.join(" | ")));
     }
     details

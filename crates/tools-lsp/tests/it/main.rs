@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod c;
+mod protocol;
 mod python;
 mod rust;
 mod support;
