@@ -232,3 +232,34 @@ fn lsp_2_requests_wait_for_indexing_and_say_when_they_gave_up() {
         );
     });
 }
+
+#[test]
+fn lsp_5_the_project_checker_is_capped_with_counts_per_file() {
+    run(async {
+        let script = "for i in range(150): \
+                      print(('src/main.fake' if i < 120 else 'fake.toml') + ':1: warning: w%d' % i)";
+        let fx = fake("normal", |config| {
+            let fake = config.servers.get_mut("fake").unwrap();
+            fake.checker = Some(vec!["python3".into(), "-c".into(), script.into()]);
+            fake.checker_format = Some(tools_lsp::CheckerFormat::Lines);
+        });
+        let result = fx
+            .lsp(json!({"operation": "diagnostics", "file": "*"}))
+            .await;
+        let text = ok(&result);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].ends_with("(root .): 0 errors and 150 warnings"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "fake.toml:1: warning: w120");
+        assert_eq!(lines[2], "fake.toml:1: warning: w121");
+        assert_eq!(lines[31], "src/main.fake:1: warning: w0");
+        assert_eq!(lines[32], "    let s = \"é𝄞\"; call(s);");
+        assert_eq!(
+            lines.last().copied(),
+            Some("(capped: showing 100 of 150; per file: fake.toml: 30, src/main.fake: 120)")
+        );
+        assert_eq!(result.structured.unwrap()["total"], 150);
+    });
+}
