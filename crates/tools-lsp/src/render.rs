@@ -52,7 +52,32 @@ impl Place {
 /// Reads files once per answer to quote their lines.
 pub(crate) struct Quoter<'a> {
     workspace: &'a Workspace,
-    files: HashMap<PathBuf, Option<Arc<str>>>,
+    files: HashMap<PathBuf, Option<Lines>>,
+}
+
+/// A file's text with where each line starts, so quoting many places in one file (a long
+/// references list) does not rescan it each time.
+struct Lines {
+    text: Arc<str>,
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(text: Arc<str>) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(index, _)| index + 1))
+            .collect();
+        Lines { text, starts }
+    }
+
+    fn line(&self, index: usize) -> Option<&str> {
+        let start = *self.starts.get(index)?;
+        let end = self
+            .starts
+            .get(index + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        Some(&self.text[start..end])
+    }
 }
 
 impl<'a> Quoter<'a> {
@@ -65,7 +90,8 @@ impl<'a> Quoter<'a> {
 
     /// Seeds a file's text (a document we just synced, so we need not read it again).
     pub(crate) fn know(&mut self, path: &Path, text: Arc<str>) {
-        self.files.insert(path.to_path_buf(), Some(text));
+        self.files
+            .insert(path.to_path_buf(), Some(Lines::new(text)));
     }
 
     /// The place of 0-based `line` in the file at `uri`.
@@ -85,9 +111,13 @@ impl<'a> Quoter<'a> {
         let text = self
             .files
             .entry(path.to_path_buf())
-            .or_insert_with(|| std::fs::read_to_string(path).ok().map(Arc::from))
+            .or_insert_with(|| {
+                std::fs::read_to_string(path)
+                    .ok()
+                    .map(|text| Lines::new(Arc::from(text)))
+            })
             .as_ref()
-            .and_then(|text| text.split('\n').nth(line as usize))
+            .and_then(|lines| lines.line(line as usize))
             .map(quote)
             .unwrap_or_default();
         Place {
