@@ -699,9 +699,9 @@ fn trusted(sent: Option<(SystemTime, u64)>, now: Option<(SystemTime, u64)>) -> b
 /// status notification, hierarchical symbols, link locations, code-action literals, rename
 /// with prepare, and workspace edits with resource operations. File watching is left to the
 /// servers that can do it themselves.
-fn initialize_params(session: &Session, root_uri: Url, root_name: String) -> InitializeParams {
+fn client_capabilities() -> serde_json::Result<ClientCapabilities> {
     let symbol_kinds: Vec<u32> = (1..=26).collect();
-    let capabilities: ClientCapabilities = serde_json::from_value(json!({
+    serde_json::from_value(json!({
         "general": { "positionEncodings": ["utf-8", "utf-16"] },
         "window": { "workDoneProgress": true, "showMessage": {} },
         "workspace": {
@@ -742,7 +742,11 @@ fn initialize_params(session: &Session, root_uri: Url, root_name: String) -> Ini
         },
         "experimental": { "serverStatusNotification": true }
     }))
-    .unwrap_or_default();
+}
+
+fn initialize_params(session: &Session, root_uri: Url, root_name: String) -> InitializeParams {
+    // A unit test proves the capabilities decode; the default is never reached.
+    let capabilities = client_capabilities().unwrap_or_default();
     #[allow(deprecated)]
     InitializeParams {
         process_id: Some(std::process::id()),
@@ -759,5 +763,53 @@ fn initialize_params(session: &Session, root_uri: Url, root_name: String) -> Ini
             version: Some(env!("CARGO_PKG_VERSION").into()),
         }),
         ..InitializeParams::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_lsp::lsp_types::PositionEncodingKind;
+
+    use super::*;
+
+    #[test]
+    fn client_capabilities_decode_and_offer_utf8_first() {
+        let capabilities = client_capabilities().unwrap();
+        let encodings = capabilities.general.unwrap().position_encodings.unwrap();
+        assert_eq!(
+            encodings,
+            [PositionEncodingKind::UTF8, PositionEncodingKind::UTF16]
+        );
+        let text = capabilities.text_document.unwrap();
+        assert_eq!(text.rename.unwrap().prepare_support, Some(true));
+        assert_eq!(
+            text.document_symbol
+                .unwrap()
+                .hierarchical_document_symbol_support,
+            Some(true)
+        );
+        let workspace = capabilities.workspace.unwrap();
+        assert_eq!(
+            workspace.workspace_edit.unwrap().document_changes,
+            Some(true)
+        );
+        // No watcher is offered: servers that can watch do so themselves.
+        assert_eq!(
+            workspace
+                .did_change_watched_files
+                .unwrap()
+                .dynamic_registration,
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn a_stamp_is_trusted_only_when_unchanged_and_old() {
+        let old = SystemTime::now() - Duration::from_secs(60);
+        assert!(trusted(Some((old, 10)), Some((old, 10))));
+        assert!(!trusted(Some((old, 10)), Some((old, 11))));
+        let fresh = SystemTime::now();
+        assert!(!trusted(Some((fresh, 10)), Some((fresh, 10))));
+        assert!(!trusted(None, Some((old, 10))));
     }
 }
