@@ -11,7 +11,7 @@ use async_lsp::lsp_types::request::{
     GotoTypeDefinition, HoverRequest, References, WorkspaceSymbolRequest,
 };
 use async_lsp::lsp_types::{
-    CodeActionContext, CodeActionOrCommand, CodeActionParams, CodeActionTriggerKind,
+    CodeActionContext, CodeActionOrCommand, CodeActionParams, CodeActionTriggerKind, Diagnostic,
     DiagnosticSeverity, DocumentSymbol, DocumentSymbolParams, DocumentSymbolResponse,
     GotoDefinitionParams, GotoDefinitionResponse, HoverParams, OneOf, PartialResultParams,
     Position, ReferenceContext, ReferenceParams, TextDocumentIdentifier,
@@ -41,6 +41,8 @@ const FILE_DIAGNOSTICS_CAP: usize = 100;
 /// then waits for a follow-up (servers often publish a quick result, then a full one).
 const PUBLISH_WAIT: Duration = Duration::from_secs(20);
 const PUBLISH_SETTLE: Duration = Duration::from_millis(400);
+/// How long `code_actions` waits for a fresh file's diagnostics (its quick fixes need them).
+const ACTIONS_DIAGNOSTICS_WAIT: Duration = Duration::from_secs(5);
 
 /// Ask the project's language server about code: where a symbol is defined, its type, its
 /// implementations and uses, its signature and docs, a file's outline, a workspace symbol
@@ -499,20 +501,10 @@ impl Lsp {
         let pointed = self.point(workspace, input).await?;
         let session = &pointed.opened.session;
         let uri = &pointed.opened.synced.uri;
-        // Quick fixes hang off diagnostics: give a freshly opened file its first publish.
-        if pointed.opened.synced.changed || session.shared.published(uri).is_none() {
-            let before = pointed.opened.publishes_before;
-            session
-                .shared
-                .wait_publish(uri, before, Duration::from_secs(5))
-                .await;
-        }
+        // Quick fixes hang off diagnostics, so the request carries those on this line.
         let line = pointed.target.line;
-        let diagnostics: Vec<_> = session
-            .shared
-            .published(uri)
-            .map(|published| published.diagnostics)
-            .unwrap_or_default()
+        let (diagnostics, _) = current_diagnostics(&pointed.opened, ACTIONS_DIAGNOSTICS_WAIT).await;
+        let diagnostics: Vec<_> = diagnostics
             .into_iter()
             .filter(|d| d.range.start.line <= line && d.range.end.line >= line)
             .collect();
@@ -786,49 +778,21 @@ impl Lsp {
     async fn file_diagnostics(&self, workspace: &Workspace, file: &str) -> Answer {
         let opened = self.supervisor.open(workspace, file).await?;
         let session = &opened.session;
-        let uri = &opened.synced.uri;
         let mut notes = opened.notes.clone();
-        // A file the server had not seen in this form gets a fresh publish; one it had is
-        // answered from the last publish.
-        if opened.synced.changed || session.shared.published(uri).is_none() {
-            let wait = PUBLISH_WAIT.min(self.supervisor.context().config.request_timeout());
-            if session
-                .shared
-                .wait_publish(uri, opened.publishes_before, wait)
-                .await
-            {
-                // Several servers publish a quick result first and a full one soon after.
-                loop {
-                    let count = session.shared.publish_count(uri);
-                    if !session
-                        .shared
-                        .wait_publish(uri, count, PUBLISH_SETTLE)
-                        .await
-                    {
-                        break;
-                    }
-                }
-            } else {
-                notes.push(format!(
-                    "{} published no diagnostics for {} within {}s; it may still be analysing",
-                    session.spec.name,
-                    opened.shown,
-                    wait.as_secs()
-                ));
-            }
-        }
-        let mut published = session.shared.published(uri).unwrap_or_default();
+        let wait = PUBLISH_WAIT.min(self.supervisor.context().config.request_timeout());
+        let (mut diagnostics, note) = current_diagnostics(&opened, wait).await;
+        notes.extend(note);
         // rust-analyzer reports a type error twice, from its own analysis and from `cargo
         // check`; one line per (line, code) is enough.
         let mut seen = std::collections::HashSet::new();
-        published.diagnostics.retain(|d| {
+        diagnostics.retain(|d| {
             d.code.is_none() || seen.insert((d.range.start.line, code_text(d.code.as_ref())))
         });
         let mut items = Vec::new();
         let mut quiet = 0;
         let line_texts = lines(&opened.synced.text);
         let mut quoted = Vec::new();
-        for diagnostic in published.diagnostics {
+        for diagnostic in diagnostics {
             let severity = diagnostic.severity;
             if matches!(
                 severity,
@@ -1087,6 +1051,50 @@ impl Lsp {
         output.notes = lines;
         Ok(ToolOutput::new(text, output))
     }
+}
+
+/// A file's diagnostics as the server sees its current text: pulled from servers that answer
+/// pulls; otherwise the last publish, after waiting (up to `wait`) for a fresh one when the
+/// server had not seen this text before. The note says when no publish came.
+async fn current_diagnostics(opened: &Opened, wait: Duration) -> (Vec<Diagnostic>, Option<String>) {
+    let session = &opened.session;
+    let uri = &opened.synced.uri;
+    if let Some(diagnostics) = session.pull_diagnostics(uri).await {
+        return (diagnostics, None);
+    }
+    let mut note = None;
+    if opened.synced.changed || session.shared.published(uri).is_none() {
+        if session
+            .shared
+            .wait_publish(uri, opened.publishes_before, wait)
+            .await
+        {
+            // Several servers publish a quick result first and a full one soon after.
+            loop {
+                let count = session.shared.publish_count(uri);
+                if !session
+                    .shared
+                    .wait_publish(uri, count, PUBLISH_SETTLE)
+                    .await
+                {
+                    break;
+                }
+            }
+        } else {
+            note = Some(format!(
+                "{} published no diagnostics for {} within {}s; it may still be analysing",
+                session.spec.name,
+                opened.shown,
+                wait.as_secs()
+            ));
+        }
+    }
+    let diagnostics = session
+        .shared
+        .published(uri)
+        .map(|published| published.diagnostics)
+        .unwrap_or_default();
+    (diagnostics, note)
 }
 
 /// `src/lib.rs:3: error[E0308]: mismatched types`

@@ -36,6 +36,10 @@ pub(crate) struct ServerSpec {
     /// own watcher when the client offers none); for the others the session scans the root
     /// before each request and reports what changed.
     pub(crate) watches_files: bool,
+    /// Whether a file's diagnostics are asked for (`textDocument/diagnostic`) rather than
+    /// taken from the last publish. basedpyright answers pulls without advertising them,
+    /// and a pull answers for the text just sent, with no guessing about publish timing.
+    pub(crate) pull_diagnostics: bool,
     /// What to tell someone whose machine lacks the binary.
     pub(crate) install_hint: String,
 }
@@ -152,6 +156,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: Some(json!({ "rust-analyzer": rust_analyzer_settings() })),
             readiness: Readiness::ServerStatus,
             watches_files: true,
+            pull_diagnostics: false,
             install_hint: "install it with `rustup component add rust-analyzer`".into(),
         },
         ServerSpec {
@@ -197,6 +202,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: None,
             readiness: Readiness::FirstIdle,
             watches_files: false,
+            pull_diagnostics: true,
             install_hint:
                 "install it into the project's virtualenv with `pip install basedpyright` \
                            (`pip install pyright` works too)"
@@ -229,6 +235,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: None,
             readiness: Readiness::FirstIdle,
             watches_files: false,
+            pull_diagnostics: false,
             install_hint: "install it with `npm install -g typescript-language-server typescript` \
                            (or into the project's node_modules)"
                 .into(),
@@ -268,6 +275,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             // waiting for that index would stall every hover on a large project.
             readiness: Readiness::Immediate,
             watches_files: false,
+            pull_diagnostics: false,
             install_hint: "install clangd from your distribution (e.g. `apt-get install clangd`)"
                 .into(),
         },
@@ -289,6 +297,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: None,
             readiness: Readiness::FirstIdle,
             watches_files: false,
+            pull_diagnostics: false,
             install_hint: "install it with `go install golang.org/x/tools/gopls@latest`".into(),
         },
         ServerSpec {
@@ -306,6 +315,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: None,
             readiness: Readiness::FirstIdle,
             watches_files: false,
+            pull_diagnostics: false,
             install_hint: "install the Dart or Flutter SDK so that `dart` is on PATH".into(),
         },
     ]
@@ -430,6 +440,7 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
         settings: None,
         readiness: Readiness::FirstIdle,
         watches_files: false,
+        pull_diagnostics: false,
         install_hint: format!("install it, or fix [lsp.servers.{name}] command in the config"),
     };
     apply(&mut spec, change)?;

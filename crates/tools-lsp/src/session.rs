@@ -13,13 +13,14 @@ use async_lsp::lsp_types::notification::{
     DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument, Exit,
     Initialized,
 };
-use async_lsp::lsp_types::request::{Initialize, Request, Shutdown};
+use async_lsp::lsp_types::request::{DocumentDiagnosticRequest, Initialize, Request, Shutdown};
 use async_lsp::lsp_types::{
-    ClientCapabilities, ClientInfo, DidChangeTextDocumentParams, DidChangeWatchedFilesParams,
-    DidCloseTextDocumentParams, DidOpenTextDocumentParams, FileChangeType, FileEvent,
-    InitializeParams, InitializedParams, ServerCapabilities, TextDocumentContentChangeEvent,
-    TextDocumentIdentifier, TextDocumentItem, Url, VersionedTextDocumentIdentifier,
-    WorkspaceFolder,
+    ClientCapabilities, ClientInfo, Diagnostic, DidChangeTextDocumentParams,
+    DidChangeWatchedFilesParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
+    DocumentDiagnosticParams, DocumentDiagnosticReport, DocumentDiagnosticReportResult,
+    FileChangeType, FileEvent, InitializeParams, InitializedParams, ServerCapabilities,
+    TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem, Url,
+    VersionedTextDocumentIdentifier, WorkspaceFolder,
 };
 use serde_json::json;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -609,6 +610,33 @@ impl Session {
         }
     }
 
+    /// The file's diagnostics, asked for (`textDocument/diagnostic`), from a server the table
+    /// says answers such pulls; `None` when it does not, or answers with nothing usable.
+    pub(crate) async fn pull_diagnostics(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
+        if !self.spec.pull_diagnostics {
+            return None;
+        }
+        let answer = self
+            .request::<DocumentDiagnosticRequest>(DocumentDiagnosticParams {
+                text_document: TextDocumentIdentifier { uri: uri.clone() },
+                identifier: None,
+                previous_result_id: None,
+                work_done_progress_params: Default::default(),
+                partial_result_params: Default::default(),
+            })
+            .await;
+        match answer {
+            Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(full))) => {
+                Some(full.full_document_diagnostic_report.items)
+            }
+            Ok(_) => None,
+            Err(error) => {
+                tracing::debug!(server = %self.spec.name, %error, "pulling diagnostics failed; using publishes");
+                None
+            }
+        }
+    }
+
     /// Stops the server politely (`shutdown`, `exit`), then kills its process group.
     pub(crate) async fn shutdown(&self) {
         self.stopping.store(true, Ordering::Relaxed);
@@ -699,9 +727,9 @@ fn trusted(sent: Option<(SystemTime, u64)>, now: Option<(SystemTime, u64)>) -> b
 /// status notification, hierarchical symbols, link locations, code-action literals, rename
 /// with prepare, and workspace edits with resource operations. File watching is left to the
 /// servers that can do it themselves.
-fn client_capabilities() -> serde_json::Result<ClientCapabilities> {
+fn client_capabilities(pull_diagnostics: bool) -> serde_json::Result<ClientCapabilities> {
     let symbol_kinds: Vec<u32> = (1..=26).collect();
-    serde_json::from_value(json!({
+    let mut capabilities = json!({
         "general": { "positionEncodings": ["utf-8", "utf-16"] },
         "window": { "workDoneProgress": true, "showMessage": {} },
         "workspace": {
@@ -741,12 +769,18 @@ fn client_capabilities() -> serde_json::Result<ClientCapabilities> {
             "publishDiagnostics": { "versionSupport": true }
         },
         "experimental": { "serverStatusNotification": true }
-    }))
+    });
+    // Offered only to servers we pull from: a server told that the client pulls may stop
+    // publishing, and publishes are what the other servers are read by.
+    if pull_diagnostics {
+        capabilities["textDocument"]["diagnostic"] = json!({ "dynamicRegistration": false });
+    }
+    serde_json::from_value(capabilities)
 }
 
 fn initialize_params(session: &Session, root_uri: Url, root_name: String) -> InitializeParams {
     // A unit test proves the capabilities decode; the default is never reached.
-    let capabilities = client_capabilities().unwrap_or_default();
+    let capabilities = client_capabilities(session.spec.pull_diagnostics).unwrap_or_default();
     #[allow(deprecated)]
     InitializeParams {
         process_id: Some(std::process::id()),
@@ -774,7 +808,15 @@ mod tests {
 
     #[test]
     fn client_capabilities_decode_and_offer_utf8_first() {
-        let capabilities = client_capabilities().unwrap();
+        let capabilities = client_capabilities(false).unwrap();
+        assert!(
+            client_capabilities(true)
+                .unwrap()
+                .text_document
+                .unwrap()
+                .diagnostic
+                .is_some()
+        );
         let encodings = capabilities.general.unwrap().position_encodings.unwrap();
         assert_eq!(
             encodings,
