@@ -1,18 +1,37 @@
 //! `cargo xtask ci`: the one command that installs what the tests need on a fresh machine and
 //! runs every check and test. `.ci/run` calls exactly this.
 
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, bail};
 
 /// The umbrella's family features; each must build alone.
-const FAMILY_FEATURES: &[&str] = &["ask", "ast"];
+const FAMILY_FEATURES: &[&str] = &["ask", "ast", "lsp"];
+
+/// The language servers the tests drive, pinned to the versions the tests were written
+/// against (their messages are part of what the tests check).
+const BASEDPYRIGHT: &str = "basedpyright==1.40.2";
+const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@5.3.0";
+const TYPESCRIPT: &str = "typescript@5.9.3";
 
 pub(crate) fn run() -> anyhow::Result<()> {
     let root = crate::project_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
 
-    step("rustup", &["component", "add", "rustfmt", "clippy"], &root)?;
+    step(
+        "rustup",
+        &[
+            "component",
+            "add",
+            "rustfmt",
+            "clippy",
+            "rust-analyzer",
+            "rust-src",
+        ],
+        &root,
+    )?;
+    install_language_servers(&root)?;
     step(&cargo, &["fmt", "--all", "--", "--check"], &root)?;
     step(
         &cargo,
@@ -67,7 +86,52 @@ pub(crate) fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn step(program: &str, args: &[&str], root: &std::path::Path) -> anyhow::Result<()> {
+/// Installs the language servers the tests use, each only when it is missing, so a second
+/// run costs a few file checks: basedpyright into the project's `.venv`, clangd from the
+/// distribution, typescript-language-server and typescript under `.tools/node`. The tests
+/// look for them in exactly these places (and on `PATH`).
+fn install_language_servers(root: &Path) -> anyhow::Result<()> {
+    if !root.join(".venv/bin/basedpyright-langserver").is_file() {
+        if !root.join(".venv/bin/python").is_file() {
+            step("python3", &["-m", "venv", ".venv"], root)?;
+        }
+        let pip = root.join(".venv/bin/pip");
+        step(
+            &pip.display().to_string(),
+            &[
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                BASEDPYRIGHT,
+            ],
+            root,
+        )?;
+    }
+    if !which("clangd") {
+        step("apt-get", &["update", "-qq"], root)?;
+        step("apt-get", &["install", "-y", "-qq", "clangd"], root)?;
+    }
+    let node_bin = root.join(".tools/node/node_modules/.bin");
+    if !node_bin.join("typescript-language-server").is_file() || !node_bin.join("tsc").is_file() {
+        step(
+            "npm",
+            &[
+                "install",
+                "--silent",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                ".tools/node",
+                TYPESCRIPT_LANGUAGE_SERVER,
+                TYPESCRIPT,
+            ],
+            root,
+        )?;
+    }
+    Ok(())
+}
+
+fn step(program: &str, args: &[&str], root: &Path) -> anyhow::Result<()> {
     let mut command = Command::new(program);
     command.args(args).current_dir(root);
     run_command(&format!("{program} {}", args.join(" ")), command)

@@ -1,4 +1,5 @@
-//! Project automation: `cargo xtask codegen [--check]` and `cargo xtask ci`.
+//! Project automation: `cargo xtask codegen [--check]`, `cargo xtask ci` and
+//! `cargo xtask bench ast|lsp`.
 
 mod bench;
 mod ci;
@@ -19,7 +20,8 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
-                 cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus"
+                 cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
+                 cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace"
             );
             return ExitCode::from(2);
         }

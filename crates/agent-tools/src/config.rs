@@ -21,6 +21,14 @@ pub struct Config {
     pub ask: AskConfig,
     /// Results.
     pub output: OutputConfig,
+    /// Language servers: timeouts, the restart budget, extra folders for their binaries, and
+    /// overrides of the server table (`[lsp.servers.NAME]`).
+    #[cfg(feature = "lsp")]
+    pub lsp: tools_lsp::LspConfig,
+    /// A build without the `lsp` feature accepts the table and ignores it, so one config file
+    /// serves every build.
+    #[cfg(not(feature = "lsp"))]
+    pub lsp: Option<toml::Table>,
 }
 
 /// The `[ask]` table.
@@ -109,6 +117,40 @@ mod tests {
         assert_eq!(config.approval, Some(ApprovalPolicy::Allow));
         assert_eq!(config.ask.expiry_seconds, 30);
         assert_eq!(config.output.max_bytes, 4096);
+    }
+
+    #[cfg(feature = "lsp")]
+    #[test]
+    fn prod_6_the_lsp_table_overrides_servers_and_timeouts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[lsp]\nrequest_timeout_seconds = 5\npath = [\"tools/bin\"]\n\n\
+             [lsp.servers.clangd]\ncommand = [\"clangd-17\", \"--background-index\"]\n\n\
+             [lsp.servers.rust-analyzer.settings.rust-analyzer.cargo]\nfeatures = \"all\"\n",
+        )
+        .unwrap();
+        let (config, _) = Config::load(dir.path(), None).unwrap();
+        assert_eq!(config.lsp.request_timeout_seconds, 5);
+        assert_eq!(config.lsp.path, [PathBuf::from("tools/bin")]);
+        assert_eq!(
+            config.lsp.servers["clangd"].command,
+            Some(vec![
+                "clangd-17".to_owned(),
+                "--background-index".to_owned()
+            ])
+        );
+        assert_eq!(
+            config.lsp.servers["rust-analyzer"].settings,
+            Some(serde_json::json!({"rust-analyzer": {"cargo": {"features": "all"}}}))
+        );
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[lsp.servers.clangd]\ncomand = [\"x\"]\n",
+        )
+        .unwrap();
+        let error = format!("{:#}", Config::load(dir.path(), None).unwrap_err());
+        assert!(error.contains("unknown field `comand`"), "{error}");
     }
 
     #[test]

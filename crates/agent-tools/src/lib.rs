@@ -29,3 +29,5 @@ pub use tools_ask;
 #[cfg(feature = "ast")]
 pub use tools_ast;
 pub use tools_core;
+#[cfg(feature = "lsp")]
+pub use tools_lsp;

@@ -70,7 +70,9 @@ impl RunArgs {
         if let Some(path) = path {
             tracing::info!(config = %path.display(), "loaded the config file");
         }
-        Ok(Settings::new(root, &config, self.surface, self.approval))
+        let settings = Settings::new(root, &config, self.surface, self.approval);
+        settings.check()?;
+        Ok(settings)
     }
 }
 

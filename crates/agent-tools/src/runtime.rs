@@ -17,6 +17,8 @@ pub struct RunBuilder {
     questions: Option<Arc<Questions>>,
     #[cfg(feature = "ast")]
     ast: Option<tools_ast::SearchOptions>,
+    #[cfg(feature = "lsp")]
+    lsp: Option<tools_lsp::LspSupervisor>,
 }
 
 impl RunBuilder {
@@ -27,7 +29,17 @@ impl RunBuilder {
             questions: None,
             #[cfg(feature = "ast")]
             ast: None,
+            #[cfg(feature = "lsp")]
+            lsp: None,
         }
+    }
+
+    /// Binds a language-server supervisor: `lsp` and `lsp_rename` are registered (LSP-1).
+    /// Which servers can actually run is decided at call time (CORE-2).
+    #[cfg(feature = "lsp")]
+    pub fn with_lsp(mut self, supervisor: tools_lsp::LspSupervisor) -> Self {
+        self.lsp = Some(supervisor);
+        self
     }
 
     /// Binds the tree-sitter grammars: `ast_grep`, `ast_edit` and `resolve` are registered.
@@ -56,6 +68,10 @@ impl RunBuilder {
         if let Some(options) = self.ast {
             tools_ast::register(&mut builder, options);
         }
+        #[cfg(feature = "lsp")]
+        if let Some(supervisor) = &self.lsp {
+            tools_lsp::register(&mut builder, supervisor);
+        }
         builder.build()
     }
 }
@@ -67,9 +83,18 @@ pub fn catalog() -> anyhow::Result<Registry> {
     let port = Arc::new(NoHuman {
         reason: "listing tools only".to_owned(),
     });
-    Ok(with_every_family(RunBuilder::new(workspace))
-        .with_ask(port, Duration::from_secs(1))
-        .registry())
+    let builder =
+        with_every_family(RunBuilder::new(workspace)).with_ask(port, Duration::from_secs(1));
+    // No server starts: a supervisor does nothing until a call needs it.
+    #[cfg(feature = "lsp")]
+    let builder = {
+        let root = builder.workspace.root().to_path_buf();
+        builder.with_lsp(tools_lsp::LspSupervisor::new(
+            root,
+            tools_lsp::LspConfig::default(),
+        )?)
+    };
+    Ok(builder.registry())
 }
 
 /// Binds every family whose resource needs nothing from the caller (the grammars).
@@ -92,6 +117,9 @@ pub struct Settings {
     pub ask_expiry: Duration,
     /// The most bytes of text one result carries.
     pub max_output_bytes: usize,
+    /// The language servers' configuration.
+    #[cfg(feature = "lsp")]
+    pub lsp: tools_lsp::LspConfig,
 }
 
 impl Settings {
@@ -108,7 +136,16 @@ impl Settings {
             approval: approval.or(config.approval).unwrap_or_default(),
             ask_expiry: config.ask.expiry(),
             max_output_bytes: config.output.max_bytes,
+            #[cfg(feature = "lsp")]
+            lsp: config.lsp.clone(),
         }
+    }
+
+    /// Checks what can be checked before a run starts (the language-server table).
+    pub fn check(&self) -> anyhow::Result<()> {
+        #[cfg(feature = "lsp")]
+        self.lsp.validate()?;
+        Ok(())
     }
 
     /// A dispatcher for these settings, with `port` as the question port if there is one.
@@ -117,6 +154,14 @@ impl Settings {
         let mut builder = with_every_family(RunBuilder::new(workspace));
         if let Some(port) = port {
             builder = builder.with_ask(port, self.ask_expiry);
+        }
+        // The supervisor is always bound; servers are decided at call time (CORE-2), so a
+        // workspace with no usable server still has `lsp status` to say why.
+        #[cfg(feature = "lsp")]
+        {
+            let supervisor =
+                tools_lsp::LspSupervisor::new(builder.workspace.root(), self.lsp.clone())?;
+            builder = builder.with_lsp(supervisor);
         }
         let options = DispatcherOptions {
             surface: self.surface,
@@ -177,8 +222,28 @@ mod tests {
                 ("resolve", "write"),
             ]);
         }
+        if cfg!(feature = "lsp") {
+            expected.extend([("lsp", "read"), ("lsp_rename", "write")]);
+        }
         expected.sort();
         assert_eq!(tiers, expected);
+    }
+
+    #[cfg(feature = "lsp")]
+    #[test]
+    fn core_1_lsp_tools_are_registered_only_with_a_supervisor() {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = RunBuilder::new(Workspace::new(dir.path()).unwrap()).registry();
+        assert!(bare.spec("lsp").is_none() && bare.spec("lsp_rename").is_none());
+        let workspace = Workspace::new(dir.path()).unwrap();
+        let supervisor =
+            tools_lsp::LspSupervisor::new(workspace.root(), tools_lsp::LspConfig::default())
+                .unwrap();
+        let bound = RunBuilder::new(workspace).with_lsp(supervisor).registry();
+        assert_eq!(
+            names(&bound),
+            ["apply_patch", "edit", "lsp", "lsp_rename", "read", "write"]
+        );
     }
 
     #[cfg(feature = "ast")]

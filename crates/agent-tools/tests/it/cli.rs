@@ -90,7 +90,7 @@ fn prod_3_tools_lists_names_tiers_and_schemas() {
         .lines()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(names, ["ask_user", "ast_grep", "read"]);
+    assert_eq!(names, ["ask_user", "ast_grep", "lsp", "read"]);
     let json = agent_tools(&["tools", "--json"]);
     let specs: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let write = specs

@@ -6,5 +6,6 @@
 
 mod ast;
 mod cli;
+mod lsp;
 mod mcp;
 mod support;

@@ -18,6 +18,8 @@ async fn prod_2_tools_list_shows_exactly_what_each_surface_sees() {
             "ast_edit",
             "ast_grep",
             "edit",
+            "lsp",
+            "lsp_rename",
             "read",
             "resolve",
             "write"
@@ -32,7 +34,7 @@ async fn prod_2_tools_list_shows_exactly_what_each_surface_sees() {
         .await;
         assert_eq!(
             server.tool_names().await,
-            ["ask_user", "ast_grep", "read"],
+            ["ask_user", "ast_grep", "lsp", "read"],
             "surface {surface}"
         );
     }
@@ -173,6 +175,8 @@ async fn ask_5_ask_user_is_absent_for_a_client_without_elicitation() {
             "ast_edit",
             "ast_grep",
             "edit",
+            "lsp",
+            "lsp_rename",
             "read",
             "resolve",
             "write"

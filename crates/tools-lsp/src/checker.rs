@@ -1,0 +1,437 @@
+//! `diagnostics "*"`: the project checker of a server's root (`cargo check`, `basedpyright`,
+//! `tsc --noEmit`, `go vet`, `dart analyze`), run to the end and its findings read from the
+//! output format each one writes.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::CheckerFormat;
+use crate::discovery::SearchPath;
+use crate::servers::ServerSpec;
+use crate::transport::ProcessGroup;
+
+/// One finding of a checker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// The file, absolute; `None` for findings about the whole project.
+    pub(crate) path: Option<PathBuf>,
+    /// 1-based line.
+    pub(crate) line: Option<u32>,
+    /// `error`, `warning`, `info` or `note`.
+    pub(crate) severity: String,
+    pub(crate) code: Option<String>,
+    pub(crate) message: String,
+}
+
+/// What a checker run produced.
+#[derive(Debug)]
+pub(crate) struct CheckRun {
+    /// The command line, as shown.
+    pub(crate) command: String,
+    pub(crate) findings: Vec<Finding>,
+}
+
+/// Runs the checker of `spec` in `root` and reads its findings.
+pub(crate) async fn run(
+    spec: &ServerSpec,
+    root: &Path,
+    search: &SearchPath,
+    timeout: Duration,
+) -> Result<CheckRun, String> {
+    let Some(checker) = &spec.checker else {
+        return Err(format!(
+            "{} has no project checker; ask `diagnostics` for single files instead",
+            spec.name
+        ));
+    };
+    let found = checker.candidates.iter().find_map(|argv| {
+        let (program, args) = argv.split_first()?;
+        search
+            .find(program, root)
+            .map(|path| (path, args.to_vec(), argv.join(" ")))
+    });
+    let Some((program, args, command_line)) = found else {
+        let names: Vec<String> = checker
+            .candidates
+            .iter()
+            .filter_map(|argv| argv.first().map(|p| format!("`{p}`")))
+            .collect();
+        return Err(format!(
+            "the project checker of {} was not found: looked for {} in the project's tool \
+             folders and PATH; install it, or set `checker` under [lsp.servers.{}]",
+            spec.name,
+            names.join(", "),
+            spec.name
+        ));
+    };
+    let mut command = tokio::process::Command::new(&program);
+    command
+        .args(&args)
+        .current_dir(root)
+        .envs(&spec.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    crate::transport::isolate(&mut command);
+    let child = command
+        .spawn()
+        .map_err(|error| format!("cannot run `{command_line}` in {}: {error}", root.display()))?;
+    // Compilers start children of their own; a checker that runs over time takes them along.
+    let _group = ProcessGroup::new(child.id().unwrap_or_default());
+    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(error)) => return Err(format!("`{command_line}` failed: {error}")),
+        Err(_) => {
+            return Err(format!(
+                "`{command_line}` did not finish within {}s and was stopped; raise \
+                 checker_timeout_seconds under [lsp] if the project needs longer",
+                timeout.as_secs()
+            ));
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let mut findings = parse(checker.format, &stdout, &stderr, root);
+    dedupe(&mut findings);
+    let has_errors = findings.iter().any(|f| f.severity == "error");
+    if !output.status.success() && !has_errors {
+        // It failed without saying where: pass on what it printed.
+        let tail: Vec<&str> = stderr
+            .lines()
+            .chain(stdout.lines().filter(|line| !line.starts_with('{')))
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect();
+        let tail = tail[tail.len().saturating_sub(6)..].join(" | ");
+        findings.push(Finding {
+            path: None,
+            line: None,
+            severity: "error".into(),
+            code: None,
+            message: format!("`{command_line}` failed ({}): {tail}", output.status),
+        });
+    }
+    Ok(CheckRun {
+        command: command_line,
+        findings,
+    })
+}
+
+fn dedupe(findings: &mut Vec<Finding>) {
+    let mut seen = HashSet::new();
+    findings.retain(|finding| {
+        seen.insert((
+            finding.path.clone(),
+            finding.line,
+            finding.severity.clone(),
+            finding.message.clone(),
+        ))
+    });
+}
+
+/// Reads a checker's output in its format.
+pub(crate) fn parse(
+    format: CheckerFormat,
+    stdout: &str,
+    stderr: &str,
+    root: &Path,
+) -> Vec<Finding> {
+    match format {
+        CheckerFormat::CargoJson => parse_cargo(stdout, root),
+        CheckerFormat::PyrightJson => parse_pyright(stdout, root),
+        CheckerFormat::Tsc => stdout
+            .lines()
+            .chain(stderr.lines())
+            .filter_map(|line| parse_tsc(line, root))
+            .collect(),
+        CheckerFormat::DartMachine => stdout
+            .lines()
+            .chain(stderr.lines())
+            .filter_map(|line| parse_dart(line, root))
+            .collect(),
+        CheckerFormat::Lines => stdout
+            .lines()
+            .chain(stderr.lines())
+            .filter_map(|line| parse_compiler_line(line, root))
+            .collect(),
+    }
+}
+
+fn severity(text: &str) -> String {
+    match text.to_ascii_lowercase().as_str() {
+        "error" | "fatal" | "error: internal compiler error" => "error",
+        "warning" | "warn" => "warning",
+        "information" | "info" => "info",
+        _ => "note",
+    }
+    .to_owned()
+}
+
+fn parse_cargo(stdout: &str, root: &Path) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for line in stdout.lines() {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if value.get("reason").and_then(Value::as_str) != Some("compiler-message") {
+            continue;
+        }
+        let Some(message) = value.get("message") else {
+            continue;
+        };
+        let level = message.get("level").and_then(Value::as_str).unwrap_or("");
+        if !matches!(level, "error" | "warning") {
+            continue;
+        }
+        let text = message
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let spans = message
+            .get("spans")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let primary = spans
+            .iter()
+            .find(|span| span.get("is_primary").and_then(Value::as_bool) == Some(true))
+            .or(spans.first());
+        // The summary lines ("aborting due to 2 previous errors") have no span and repeat
+        // what the findings already say.
+        if primary.is_none()
+            && (text.starts_with("aborting due to")
+                || text.contains("warning emitted")
+                || text.contains("warnings emitted"))
+        {
+            continue;
+        }
+        let path = primary
+            .and_then(|span| span.get("file_name"))
+            .and_then(Value::as_str)
+            .map(|name| root.join(name));
+        let line = primary
+            .and_then(|span| span.get("line_start"))
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok());
+        findings.push(Finding {
+            path,
+            line,
+            severity: severity(level),
+            code: message
+                .get("code")
+                .and_then(|code| code.get("code"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            message: text.to_owned(),
+        });
+    }
+    findings
+}
+
+fn parse_pyright(stdout: &str, root: &Path) -> Vec<Finding> {
+    // The JSON report is the whole of stdout (some versions print a line before it).
+    let start = stdout.find('{').unwrap_or(0);
+    let Ok(report) = serde_json::from_str::<Value>(&stdout[start..]) else {
+        return Vec::new();
+    };
+    report
+        .get("generalDiagnostics")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| Finding {
+                    path: item
+                        .get("file")
+                        .and_then(Value::as_str)
+                        .map(|file| root.join(file)),
+                    line: item
+                        .pointer("/range/start/line")
+                        .and_then(Value::as_u64)
+                        .and_then(|n| u32::try_from(n + 1).ok()),
+                    severity: severity(
+                        item.get("severity")
+                            .and_then(Value::as_str)
+                            .unwrap_or("error"),
+                    ),
+                    code: item.get("rule").and_then(Value::as_str).map(str::to_owned),
+                    message: item
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.`
+fn parse_tsc(line: &str, root: &Path) -> Option<Finding> {
+    let open = line.find('(')?;
+    let close = open + line[open..].find("):")?;
+    let (path, position) = (&line[..open], &line[open + 1..close]);
+    let line_number: u32 = position.split(',').next()?.trim().parse().ok()?;
+    let rest = line[close + 2..].trim();
+    let (severity_text, rest) = rest.split_once(' ')?;
+    let (code, message) = match rest.split_once(": ") {
+        Some((code, message)) if code.starts_with("TS") => (Some(code.to_owned()), message),
+        _ => (None, rest),
+    };
+    Some(Finding {
+        path: Some(root.join(path.trim())),
+        line: Some(line_number),
+        severity: severity(severity_text),
+        code,
+        message: message.to_owned(),
+    })
+}
+
+/// `ERROR|COMPILE_TIME_ERROR|UNDEFINED_IDENTIFIER|/abs/lib/main.dart|3|5|3|Undefined name 'x'.`
+fn parse_dart(line: &str, root: &Path) -> Option<Finding> {
+    let fields: Vec<&str> = line.splitn(8, '|').collect();
+    if fields.len() != 8 {
+        return None;
+    }
+    Some(Finding {
+        path: Some(root.join(fields[3])),
+        line: fields[4].parse().ok(),
+        severity: severity(fields[0]),
+        code: Some(fields[2].to_ascii_lowercase()),
+        message: fields[7].to_owned(),
+    })
+}
+
+/// `./main.go:5:2: message` or `file:5: message`; only when the file exists, so log lines
+/// with colons are not taken for findings.
+fn parse_compiler_line(line: &str, root: &Path) -> Option<Finding> {
+    let line = line.trim_start_matches("vet: ").trim();
+    let mut parts = line.splitn(4, ':');
+    let path = parts.next()?.trim();
+    let number: u32 = parts.next()?.trim().parse().ok()?;
+    let third = parts.next()?;
+    let message = match third.trim().parse::<u32>() {
+        Ok(_) => parts.next()?.trim().to_owned(),
+        Err(_) => match parts.next() {
+            Some(rest) => format!("{third}:{rest}").trim().to_owned(),
+            None => third.trim().to_owned(),
+        },
+    };
+    let full = root.join(path);
+    if path.is_empty() || !full.is_file() {
+        return None;
+    }
+    let (severity_text, message) = match message.split_once(": ") {
+        Some((label, rest)) if matches!(label, "error" | "warning" | "note") => {
+            (label, rest.to_owned())
+        }
+        _ => ("error", message),
+    };
+    Some(Finding {
+        path: Some(full),
+        line: Some(number),
+        severity: severity(severity_text),
+        code: None,
+        message,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> PathBuf {
+        PathBuf::from("/project")
+    }
+
+    #[test]
+    fn cargo_json_findings_use_the_primary_span_and_skip_summaries() {
+        let stdout = r#"{"reason":"compiler-artifact","target":{}}
+{"reason":"compiler-message","message":{"level":"error","message":"mismatched types","code":{"code":"E0308"},"spans":[{"file_name":"src/other.rs","line_start":9,"is_primary":false},{"file_name":"src/lib.rs","line_start":3,"is_primary":true}]}}
+{"reason":"compiler-message","message":{"level":"warning","message":"unused variable: `x`","code":{"code":"unused_variables"},"spans":[{"file_name":"src/lib.rs","line_start":7,"is_primary":true}]}}
+{"reason":"compiler-message","message":{"level":"error","message":"aborting due to 1 previous error","code":null,"spans":[]}}
+{"reason":"compiler-message","message":{"level":"note","message":"a note","code":null,"spans":[]}}
+{"reason":"build-finished","success":false}"#;
+        let findings = parse(CheckerFormat::CargoJson, stdout, "", &root());
+        assert_eq!(
+            findings,
+            vec![
+                Finding {
+                    path: Some(root().join("src/lib.rs")),
+                    line: Some(3),
+                    severity: "error".into(),
+                    code: Some("E0308".into()),
+                    message: "mismatched types".into()
+                },
+                Finding {
+                    path: Some(root().join("src/lib.rs")),
+                    line: Some(7),
+                    severity: "warning".into(),
+                    code: Some("unused_variables".into()),
+                    message: "unused variable: `x`".into()
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn pyright_json_lines_are_one_based() {
+        let stdout = r#"{"version":"1","generalDiagnostics":[{"file":"/project/a.py","severity":"error","message":"\"x\" is not defined","range":{"start":{"line":4,"character":0},"end":{"line":4,"character":1}},"rule":"reportUndefinedVariable"}],"summary":{}}"#;
+        let findings = parse(CheckerFormat::PyrightJson, stdout, "", &root());
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].path, Some(root().join("a.py")));
+        assert_eq!(findings[0].line, Some(5));
+        assert_eq!(findings[0].code.as_deref(), Some("reportUndefinedVariable"));
+    }
+
+    #[test]
+    fn tsc_and_dart_lines_are_read() {
+        let tsc = parse(
+            CheckerFormat::Tsc,
+            "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n  more detail\n",
+            "",
+            &root(),
+        );
+        assert_eq!(tsc.len(), 1);
+        assert_eq!(tsc[0].line, Some(3));
+        assert_eq!(tsc[0].code.as_deref(), Some("TS2322"));
+        assert_eq!(
+            tsc[0].message,
+            "Type 'string' is not assignable to type 'number'."
+        );
+        let dart = parse(
+            CheckerFormat::DartMachine,
+            "",
+            "ERROR|COMPILE_TIME_ERROR|UNDEFINED_IDENTIFIER|/project/lib/main.dart|3|5|3|Undefined name 'x'.\n",
+            &root(),
+        );
+        assert_eq!(dart[0].path, Some(root().join("lib/main.dart")));
+        assert_eq!(
+            (dart[0].line, dart[0].severity.as_str()),
+            (Some(3), "error")
+        );
+    }
+
+    #[test]
+    fn compiler_lines_need_an_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.go"), "package main\n").unwrap();
+        let findings = parse(
+            CheckerFormat::Lines,
+            "",
+            "# example.com/m\n./main.go:5:2: fmt.Printf format %d has arg x of wrong type\nlog: 12:00: not a finding\n",
+            dir.path(),
+        );
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].line, Some(5));
+        assert_eq!(
+            findings[0].message,
+            "fmt.Printf format %d has arg x of wrong type"
+        );
+    }
+}

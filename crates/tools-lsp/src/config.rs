@@ -1,0 +1,114 @@
+//! The `[lsp]` table of `agent-tools.toml`: timeouts, the restart budget, extra folders to find
+//! server binaries in, and per-server overrides of the built-in table (or whole new servers).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// How the language-server family behaves; every field has a default.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LspConfig {
+    /// How long one request may take before it is cancelled, in seconds.
+    pub request_timeout_seconds: u64,
+    /// How long starting a server (spawn and `initialize`) may take, in seconds.
+    pub start_timeout_seconds: u64,
+    /// How long a request waits for a server that is still indexing, in seconds; after that
+    /// it is sent anyway and the answer carries a note.
+    pub index_timeout_seconds: u64,
+    /// How long a project checker (`diagnostics "*"`) may run, in seconds.
+    pub checker_timeout_seconds: u64,
+    /// How many crashes of one server (per root) are restarted before it stays down until
+    /// `reload`.
+    pub restart_budget: u32,
+    /// Folders searched for server binaries before `PATH`, relative to the workspace root or
+    /// absolute. The workspace's own `.venv/bin`, `venv/bin` and `node_modules/.bin` are
+    /// always searched first.
+    pub path: Vec<PathBuf>,
+    /// Overrides of the built-in servers by name, or new servers.
+    pub servers: BTreeMap<String, ServerOverride>,
+}
+
+impl Default for LspConfig {
+    fn default() -> Self {
+        LspConfig {
+            request_timeout_seconds: 30,
+            start_timeout_seconds: 60,
+            index_timeout_seconds: 120,
+            checker_timeout_seconds: 600,
+            restart_budget: 3,
+            path: Vec::new(),
+            servers: BTreeMap::new(),
+        }
+    }
+}
+
+impl LspConfig {
+    /// Checks the server table this configuration makes (a new server needs a command,
+    /// extensions and markers; a command cannot be empty).
+    pub fn validate(&self) -> crate::Result<()> {
+        crate::servers::table(self).map(|_| ())
+    }
+
+    pub(crate) fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_seconds.max(1))
+    }
+
+    pub(crate) fn start_timeout(&self) -> Duration {
+        Duration::from_secs(self.start_timeout_seconds.max(1))
+    }
+
+    pub(crate) fn index_timeout(&self) -> Duration {
+        Duration::from_secs(self.index_timeout_seconds)
+    }
+
+    pub(crate) fn checker_timeout(&self) -> Duration {
+        Duration::from_secs(self.checker_timeout_seconds.max(1))
+    }
+}
+
+/// `[lsp.servers.NAME]`: any field left out keeps the built-in value. A name that is not
+/// built in defines a new server and then needs `command`, `extensions` and `markers`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerOverride {
+    /// `false` takes the server out of the table.
+    pub enabled: Option<bool>,
+    /// The command line that starts the server, e.g. `["clangd-17", "--background-index"]`.
+    pub command: Option<Vec<String>>,
+    /// File name extensions (without the dot) this server handles.
+    pub extensions: Option<Vec<String>>,
+    /// The LSP language id sent for its files (default: the extension).
+    pub language_id: Option<String>,
+    /// Files or folders whose presence marks a project root, e.g. `["go.mod"]`.
+    pub markers: Option<Vec<String>>,
+    /// The project checker `diagnostics "*"` runs in the root; an empty list removes it.
+    pub checker: Option<Vec<String>>,
+    /// How to read the checker's output.
+    pub checker_format: Option<CheckerFormat>,
+    /// Extra environment variables for the server and its checker.
+    pub env: BTreeMap<String, String>,
+    /// `initializationOptions` sent in `initialize`.
+    pub initialization_options: Option<serde_json::Value>,
+    /// What the server gets when it asks `workspace/configuration`, as one object whose
+    /// top-level keys are sections (e.g. `{"rust-analyzer": {...}}`).
+    pub settings: Option<serde_json::Value>,
+}
+
+/// How a project checker's output is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckerFormat {
+    /// `cargo check --message-format=json`.
+    CargoJson,
+    /// `pyright --outputjson` / `basedpyright --outputjson`.
+    PyrightJson,
+    /// `tsc --pretty false`: `file(line,col): error TS1234: message`.
+    Tsc,
+    /// `dart analyze --format=machine`: `SEVERITY|TYPE|CODE|FILE|LINE|COL|LENGTH|MESSAGE`.
+    DartMachine,
+    /// Compiler-style lines, `file:line[:col]: message`, as `go vet` and most linters print.
+    Lines,
+}

@@ -1,0 +1,487 @@
+//! Deciding at call time whether a server can run here (LSP-2, CORE-2): where its root marker
+//! is, and whether its binary resolves — in the project's own tool folders, the configured
+//! folders, then `PATH` — with rustup proxies checked for an installed component.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::servers::{Candidate, RootRule, ServerSpec, VersionProbe};
+
+/// Folders inside a project where its own tools live; searched before `PATH`, so a
+/// project's pinned basedpyright or typescript-language-server wins over a global one.
+const PROJECT_TOOL_DIRS: &[&str] = &[".venv/bin", "venv/bin", "node_modules/.bin"];
+
+/// Folders never searched for root markers below the workspace root.
+const SKIPPED_DIRS: &[&str] = &["node_modules", "target", "venv", "__pycache__", "dist"];
+
+/// How deep below the workspace root `status` and `diagnostics "*"` look for markers.
+const SCAN_DEPTH: usize = 3;
+
+/// At most this many folders are read by one scan, so status stays quick on huge trees.
+const SCAN_BUDGET: usize = 2_000;
+
+/// Where binaries are looked for, in order.
+#[derive(Debug, Clone)]
+pub(crate) struct SearchPath {
+    dirs: Vec<PathBuf>,
+    /// How the folders are described in messages (`.venv/bin, … and PATH`).
+    described: String,
+}
+
+impl SearchPath {
+    /// The project's tool folders (of `project_root`, then of the workspace root), the
+    /// configured folders, then `PATH` as it is now.
+    pub(crate) fn new(
+        workspace_root: &Path,
+        project_root: Option<&Path>,
+        extra: &[PathBuf],
+    ) -> Self {
+        let mut dirs = Vec::new();
+        let mut shown = Vec::new();
+        for base in project_root.into_iter().chain([workspace_root]) {
+            for dir in PROJECT_TOOL_DIRS {
+                let full = base.join(dir);
+                if !dirs.contains(&full) {
+                    dirs.push(full);
+                }
+            }
+        }
+        shown.extend(PROJECT_TOOL_DIRS.iter().map(|d| (*d).to_owned()));
+        for dir in extra {
+            let full = workspace_root.join(dir);
+            shown.push(full.display().to_string());
+            dirs.push(full);
+        }
+        if let Some(path) = std::env::var_os("PATH") {
+            dirs.extend(std::env::split_paths(&path));
+        }
+        SearchPath {
+            dirs,
+            described: format!("{} and PATH", shown.join(", ")),
+        }
+    }
+
+    /// The first executable called `program`; a program with a `/` is a path from `base`.
+    pub(crate) fn find(&self, program: &str, base: &Path) -> Option<PathBuf> {
+        if program.contains('/') {
+            let path = base.join(program);
+            return is_executable(&path).then_some(path);
+        }
+        self.dirs
+            .iter()
+            .map(|dir| dir.join(program))
+            .find(|path| is_executable(path))
+    }
+
+    /// The highest-versioned `program-NN` in any folder (distributions ship `clangd-17`).
+    fn find_versioned(&self, program: &str) -> Option<PathBuf> {
+        let prefix = format!("{program}-");
+        let mut best: Option<(u32, PathBuf)> = None;
+        for dir in &self.dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(version) = name
+                    .to_str()
+                    .and_then(|name| name.strip_prefix(&prefix))
+                    .and_then(|rest| rest.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                let path = entry.path();
+                if is_executable(&path) && best.as_ref().is_none_or(|(seen, _)| version > *seen) {
+                    best = Some((version, path));
+                }
+            }
+        }
+        best.map(|(_, path)| path)
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// What the binary lookup found.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Binary {
+    /// A runnable server: its path and the whole command line.
+    Found {
+        path: PathBuf,
+        argv: Vec<String>,
+        candidate: Candidate,
+    },
+    /// Nothing runnable; the reason is a whole sentence for the model.
+    Missing { reason: String },
+}
+
+/// Resolves the server's binary for a project at `root` (rustup needs the folder to pick the
+/// toolchain).
+pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root: &Path) -> Binary {
+    let mut proxy_problems = Vec::new();
+    for candidate in &spec.candidates {
+        let found = search.find(&candidate.program, root).or_else(|| {
+            candidate
+                .versioned
+                .then(|| search.find_versioned(&candidate.program))
+                .flatten()
+        });
+        let Some(path) = found else {
+            continue;
+        };
+        let path = match rustup_proxy(&path) {
+            None => path,
+            Some(rustup) => match rustup_which(&rustup, &candidate.program, root).await {
+                Ok(real) => real,
+                Err(message) => {
+                    proxy_problems.push(format!(
+                        "{} is a rustup proxy, but rustup has no `{}` for the toolchain of this \
+                         project ({message})",
+                        path.display(),
+                        candidate.program
+                    ));
+                    continue;
+                }
+            },
+        };
+        let mut argv = vec![path.display().to_string()];
+        argv.extend(candidate.args.iter().cloned());
+        return Binary::Found {
+            path,
+            argv,
+            candidate: candidate.clone(),
+        };
+    }
+    let names: Vec<String> = spec
+        .candidates
+        .iter()
+        .map(|c| match c.versioned {
+            true => format!("`{0}` (or `{0}-NN`)", c.program),
+            false => format!("`{}`", c.program),
+        })
+        .collect();
+    let mut reason = match proxy_problems.is_empty() {
+        true => format!(
+            "its binary was not found: looked for {} in {}",
+            names.join(", "),
+            search.described
+        ),
+        false => proxy_problems.join("; "),
+    };
+    reason.push_str(&format!(
+        "; {}, or set `command` under [lsp.servers.{}] in agent-tools.toml",
+        spec.install_hint, spec.name
+    ));
+    Binary::Missing { reason }
+}
+
+/// The `rustup` binary behind `path` when `path` is one of rustup's proxies (a link to, or
+/// the same file as, `rustup`).
+fn rustup_proxy(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let canonical = path.canonicalize().ok()?;
+    if canonical.file_name().is_some_and(|name| name == "rustup") {
+        return Some(canonical);
+    }
+    let beside = path.parent()?.join("rustup");
+    let (ours, theirs) = (
+        std::fs::metadata(path).ok()?,
+        std::fs::metadata(&beside).ok()?,
+    );
+    (ours.dev() == theirs.dev() && ours.ino() == theirs.ino()).then_some(beside)
+}
+
+/// Asks rustup which real binary the proxy would run in `root`; an error means the
+/// component is not installed for that toolchain.
+async fn rustup_which(rustup: &Path, program: &str, root: &Path) -> Result<PathBuf, String> {
+    let output = quick_output(rustup, &["which".to_owned(), program.to_owned()], root).await?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if output.status.success() && !text.is_empty() && Path::new(&text).is_file() {
+        return Ok(PathBuf::from(text));
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stderr
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("no answer");
+    Err(format!("rustup says: {first}"))
+}
+
+/// Runs a short command (a version probe, `rustup which`) with a timeout and no stdin.
+async fn quick_output(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+) -> Result<std::process::Output, String> {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    crate::transport::isolate(&mut command);
+    let child = command
+        .spawn()
+        .map_err(|error| format!("cannot run {}: {error}", program.display()))?;
+    match tokio::time::timeout(Duration::from_secs(5), child.wait_with_output()).await {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(error)) => Err(format!("cannot run {}: {error}", program.display())),
+        Err(_) => Err(format!("{} did not answer within 5s", program.display())),
+    }
+}
+
+/// Versions by binary path, asked once per run: a probe spawns a process.
+#[derive(Debug, Default)]
+pub(crate) struct VersionCache {
+    known: Mutex<HashMap<PathBuf, Option<String>>>,
+}
+
+impl VersionCache {
+    /// The first line the binary prints about its version, if it says anything.
+    pub(crate) async fn version(&self, path: &Path, candidate: &Candidate) -> Option<String> {
+        if let Ok(known) = self.known.lock()
+            && let Some(version) = known.get(path)
+        {
+            return version.clone();
+        }
+        let (program, args) = match &candidate.version {
+            VersionProbe::Args(args) => (path.to_path_buf(), args.clone()),
+            VersionProbe::Sibling { program, args } => (path.with_file_name(program), args.clone()),
+        };
+        let cwd = path.parent().unwrap_or(Path::new("/"));
+        let version = quick_output(&program, &args, cwd)
+            .await
+            .ok()
+            .and_then(|out| {
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                stdout
+                    .lines()
+                    .chain(stderr.lines())
+                    .map(str::trim)
+                    .find(|line| !line.is_empty())
+                    .map(|line| line.chars().take(120).collect())
+            });
+        if let Ok(mut known) = self.known.lock() {
+            known.insert(path.to_path_buf(), version.clone());
+        }
+        version
+    }
+}
+
+/// The marker found in `dir`, if any.
+pub(crate) fn marker_in<'a>(spec: &'a ServerSpec, dir: &Path) -> Option<&'a str> {
+    spec.markers
+        .iter()
+        .find(|marker| dir.join(marker.as_str()).exists())
+        .map(String::as_str)
+}
+
+/// The project root for `file`: the nearest (or outermost) folder from the file's folder up
+/// to the workspace root that holds a marker.
+pub(crate) fn root_for(spec: &ServerSpec, workspace_root: &Path, file: &Path) -> Option<PathBuf> {
+    let mut found = None;
+    let mut dir = file.parent();
+    while let Some(current) = dir {
+        if !current.starts_with(workspace_root) {
+            break;
+        }
+        if marker_in(spec, current).is_some() {
+            found = Some(current.to_path_buf());
+            if spec.root_rule == RootRule::Nearest {
+                break;
+            }
+        }
+        if current == workspace_root {
+            break;
+        }
+        dir = current.parent();
+    }
+    found
+}
+
+/// Every project root of this server in the workspace: the root itself and folders up to
+/// three levels down (skipping hidden, vendored and build folders). With the outermost rule,
+/// roots inside another root are left out.
+pub(crate) fn scan_roots(spec: &ServerSpec, workspace_root: &Path) -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(workspace_root.to_path_buf(), 0usize)]);
+    let mut budget = SCAN_BUDGET;
+    while let Some((dir, depth)) = queue.pop_front() {
+        if budget == 0 {
+            break;
+        }
+        budget -= 1;
+        if marker_in(spec, &dir).is_some() {
+            roots.push(dir.clone());
+            if spec.root_rule == RootRule::Outermost {
+                continue;
+            }
+        }
+        if depth == SCAN_DEPTH {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut children: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|entry| {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref())
+            })
+            .map(|entry| entry.path())
+            .collect();
+        children.sort();
+        queue.extend(children.into_iter().map(|child| (child, depth + 1)));
+    }
+    roots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::servers::builtin;
+
+    fn spec(name: &str) -> ServerSpec {
+        builtin().into_iter().find(|s| s.name == name).unwrap()
+    }
+
+    fn tree(files: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for file in files {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn lsp_2_rust_roots_are_the_outermost_cargo_toml() {
+        let dir = tree(&["Cargo.toml", "crates/a/Cargo.toml", "crates/a/src/lib.rs"]);
+        let root = dir.path().canonicalize().unwrap();
+        let rust = spec("rust-analyzer");
+        assert_eq!(
+            root_for(&rust, &root, &root.join("crates/a/src/lib.rs")),
+            Some(root.clone())
+        );
+        assert_eq!(scan_roots(&rust, &root), vec![root.clone()]);
+    }
+
+    #[test]
+    fn lsp_2_other_roots_are_the_nearest_marker() {
+        let dir = tree(&["package.json", "web/tsconfig.json", "web/src/a.ts"]);
+        let root = dir.path().canonicalize().unwrap();
+        let ts = spec("typescript-language-server");
+        assert_eq!(
+            root_for(&ts, &root, &root.join("web/src/a.ts")),
+            Some(root.join("web"))
+        );
+        assert_eq!(scan_roots(&ts, &root), vec![root.clone(), root.join("web")]);
+    }
+
+    #[test]
+    fn lsp_2_no_marker_means_no_root() {
+        let dir = tree(&["src/main.py", "node_modules/x/package.json"]);
+        let root = dir.path().canonicalize().unwrap();
+        let python = spec("basedpyright");
+        assert_eq!(root_for(&python, &root, &root.join("src/main.py")), None);
+        assert_eq!(scan_roots(&python, &root), Vec::<PathBuf>::new());
+        let ts = spec("typescript-language-server");
+        assert_eq!(scan_roots(&ts, &root), Vec::<PathBuf>::new());
+    }
+
+    #[tokio::test]
+    async fn lsp_2_a_missing_binary_says_where_it_looked_and_how_to_install() {
+        let dir = tree(&[]);
+        let root = dir.path().canonicalize().unwrap();
+        let mut gopls = spec("gopls");
+        gopls.candidates[0].program = "gopls-that-does-not-exist".into();
+        let search = SearchPath::new(&root, None, &[]);
+        let Binary::Missing { reason } = resolve_binary(&gopls, &search, &root).await else {
+            panic!("found a binary that does not exist");
+        };
+        assert_eq!(
+            reason,
+            "its binary was not found: looked for `gopls-that-does-not-exist` in .venv/bin, \
+             venv/bin, node_modules/.bin and PATH; install it with \
+             `go install golang.org/x/tools/gopls@latest`, or set `command` under \
+             [lsp.servers.gopls] in agent-tools.toml"
+        );
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn lsp_2_versioned_names_are_found_highest_first() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tree(&[
+            ".venv/bin/clangd-14",
+            ".venv/bin/clangd-17",
+            ".venv/bin/clangd-x",
+        ]);
+        let root = dir.path().canonicalize().unwrap();
+        for name in ["clangd-14", "clangd-17", "clangd-x"] {
+            let path = root.join(".venv/bin").join(name);
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let search = SearchPath {
+            dirs: vec![root.join(".venv/bin")],
+            described: String::new(),
+        };
+        let Binary::Found { path, .. } = resolve_binary(&spec("clangd"), &search, &root).await
+        else {
+            panic!("no clangd found");
+        };
+        assert_eq!(path, root.join(".venv/bin/clangd-17"));
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn lsp_2_a_rustup_proxy_without_its_component_is_not_a_binary() {
+        // A fake rustup whose `which` fails the way rustup does for a missing component.
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tree(&[]);
+        let root = dir.path().canonicalize().unwrap();
+        let bin = root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(
+            bin.join("rustup"),
+            "#!/bin/sh\necho \"error: 'rust-analyzer' is not installed for the toolchain 'x'\" >&2\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(bin.join("rustup"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::os::unix::fs::symlink("rustup", bin.join("rust-analyzer")).unwrap();
+        let search = SearchPath {
+            dirs: vec![bin.clone()],
+            described: "bin".into(),
+        };
+        let Binary::Missing { reason } =
+            resolve_binary(&spec("rust-analyzer"), &search, &root).await
+        else {
+            panic!("a proxy without its component counted as a binary");
+        };
+        assert!(
+            reason.starts_with(&format!(
+                "{} is a rustup proxy, but rustup has no `rust-analyzer` for the toolchain of \
+                 this project (rustup says: error: 'rust-analyzer' is not installed",
+                bin.join("rust-analyzer").display()
+            )),
+            "{reason}"
+        );
+        assert!(reason.ends_with("`rustup component add rust-analyzer`, or set `command` under [lsp.servers.rust-analyzer] in agent-tools.toml"), "{reason}");
+    }
+}

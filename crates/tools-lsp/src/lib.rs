@@ -1,0 +1,40 @@
+//! The language-server family (SPEC section 2): `lsp` asks the project's language server
+//! about code, `lsp_rename` renames through it. Both sit on an [`LspSupervisor`], which
+//! decides at call time which servers can run here (LSP-2), starts one per (server, root)
+//! on first use, restarts crashed ones within a budget, and keeps their documents in sync
+//! with the disk.
+
+mod checker;
+mod client;
+mod config;
+mod discovery;
+mod edit;
+mod error;
+mod lsp;
+mod lsp_rename;
+mod position;
+mod render;
+mod servers;
+mod session;
+mod supervisor;
+mod transport;
+
+pub use crate::{
+    config::{CheckerFormat, LspConfig, ServerOverride},
+    error::{Error, Result},
+    lsp::{ActionItem, DiagnosticItem, Lsp, LspInput, LspOutput, Operation, SymbolItem},
+    lsp_rename::{LspRename, LspRenameInput, LspRenameOutput, RenamedFile},
+    render::Place,
+    supervisor::{LspSupervisor, ServerReport, SessionReport},
+};
+
+use tools_core::RegistryBuilder;
+
+/// Registers `lsp` (read tier) and `lsp_rename` (write tier) over `supervisor`. The umbrella
+/// calls it only when a supervisor is bound to the run (LSP-1, CORE-1); whether any server
+/// can run is decided later, at call time (CORE-2).
+pub fn register(builder: &mut RegistryBuilder, supervisor: &LspSupervisor) {
+    builder
+        .register(Lsp::new(supervisor.clone()))
+        .register(LspRename::new(supervisor.clone()));
+}

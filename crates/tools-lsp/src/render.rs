@@ -1,0 +1,289 @@
+//! Turning server answers into what a model reads: `path:LINE: text` with workspace-relative
+//! paths and the line's own text, capped lists that say they were capped, hover text, and
+//! names for symbol kinds and severities.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_lsp::lsp_types::{
+    DiagnosticSeverity, HoverContents, MarkedString, NumberOrString, SymbolKind, Url,
+};
+use schemars::JsonSchema;
+use serde::Serialize;
+use tools_core::Workspace;
+
+/// Lines longer than this are cut when quoted.
+const LINE_CHARS: usize = 200;
+
+/// Folders whose files count as dependencies, not the workspace's own code.
+const DEPENDENCY_DIRS: &[&str] = &[
+    "node_modules",
+    ".venv",
+    "venv",
+    "site-packages",
+    "target",
+    ".cargo",
+    ".rustup",
+    "vendor",
+];
+
+/// A place in a file, as results show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Place {
+    /// The file, relative to the workspace root (absolute when outside it).
+    pub path: String,
+    /// 1-based line.
+    pub line: u32,
+    /// That line's text, trimmed.
+    pub text: String,
+}
+
+impl Place {
+    /// `src/lib.rs:12: pub fn answer() -> u32 {`
+    pub(crate) fn render(&self) -> String {
+        match self.text.is_empty() {
+            true => format!("{}:{}", self.path, self.line),
+            false => format!("{}:{}: {}", self.path, self.line, self.text),
+        }
+    }
+}
+
+/// Reads files once per answer to quote their lines.
+pub(crate) struct Quoter<'a> {
+    workspace: &'a Workspace,
+    files: HashMap<PathBuf, Option<Lines>>,
+}
+
+/// A file's text with where each line starts, so quoting many places in one file (a long
+/// references list) does not rescan it each time.
+struct Lines {
+    text: Arc<str>,
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(text: Arc<str>) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(index, _)| index + 1))
+            .collect();
+        Lines { text, starts }
+    }
+
+    fn line(&self, index: usize) -> Option<&str> {
+        let start = *self.starts.get(index)?;
+        let end = self
+            .starts
+            .get(index + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        Some(&self.text[start..end])
+    }
+}
+
+impl<'a> Quoter<'a> {
+    pub(crate) fn new(workspace: &'a Workspace) -> Self {
+        Quoter {
+            workspace,
+            files: HashMap::new(),
+        }
+    }
+
+    /// Seeds a file's text (a document we just synced, so we need not read it again).
+    pub(crate) fn know(&mut self, path: &Path, text: Arc<str>) {
+        self.files
+            .insert(path.to_path_buf(), Some(Lines::new(text)));
+    }
+
+    /// The place of 0-based `line` in the file at `uri`.
+    pub(crate) fn place(&mut self, uri: &Url, line: u32) -> Place {
+        match uri.to_file_path() {
+            Ok(path) => self.place_in(&path, line),
+            Err(()) => Place {
+                path: uri.to_string(),
+                line: line + 1,
+                text: String::new(),
+            },
+        }
+    }
+
+    /// The place of 0-based `line` in `path`.
+    pub(crate) fn place_in(&mut self, path: &Path, line: u32) -> Place {
+        let text = self
+            .files
+            .entry(path.to_path_buf())
+            .or_insert_with(|| {
+                std::fs::read_to_string(path)
+                    .ok()
+                    .map(|text| Lines::new(Arc::from(text)))
+            })
+            .as_ref()
+            .and_then(|lines| lines.line(line as usize))
+            .map(quote)
+            .unwrap_or_default();
+        Place {
+            path: self.workspace.display(path),
+            line: line + 1,
+            text,
+        }
+    }
+
+    /// Whether `uri` is the workspace's own code rather than a dependency or the toolchain.
+    pub(crate) fn is_own(&self, uri: &Url) -> bool {
+        let Ok(path) = uri.to_file_path() else {
+            return false;
+        };
+        let Ok(relative) = path.strip_prefix(self.workspace.root()) else {
+            return false;
+        };
+        !relative.components().any(|component| {
+            let name = component.as_os_str().to_string_lossy();
+            DEPENDENCY_DIRS.contains(&name.as_ref())
+        })
+    }
+}
+
+/// A line as quoted: trimmed, and cut when very long.
+pub(crate) fn quote(line: &str) -> String {
+    let line = line.trim();
+    if line.chars().count() <= LINE_CHARS {
+        return line.to_owned();
+    }
+    let mut cut: String = line.chars().take(LINE_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
+/// The note under a capped list.
+pub(crate) fn capped_note(shown: usize, total: usize) -> Option<String> {
+    (total > shown).then(|| format!("(capped: showing {shown} of {total})"))
+}
+
+/// Hover contents as plain markdown.
+pub(crate) fn hover_text(contents: HoverContents) -> String {
+    fn marked(text: MarkedString) -> String {
+        match text {
+            MarkedString::String(text) => text,
+            MarkedString::LanguageString(code) => {
+                format!("```{}\n{}\n```", code.language, code.value)
+            }
+        }
+    }
+    let text = match contents {
+        HoverContents::Scalar(text) => marked(text),
+        HoverContents::Array(items) => items
+            .into_iter()
+            .map(marked)
+            .filter(|text| !text.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        HoverContents::Markup(markup) => markup.value,
+    };
+    text.trim().to_owned()
+}
+
+/// `function`, `struct`, `enum member`.
+pub(crate) fn kind_name(kind: SymbolKind) -> &'static str {
+    match kind {
+        SymbolKind::FILE => "file",
+        SymbolKind::MODULE => "module",
+        SymbolKind::NAMESPACE => "namespace",
+        SymbolKind::PACKAGE => "package",
+        SymbolKind::CLASS => "class",
+        SymbolKind::METHOD => "method",
+        SymbolKind::PROPERTY => "property",
+        SymbolKind::FIELD => "field",
+        SymbolKind::CONSTRUCTOR => "constructor",
+        SymbolKind::ENUM => "enum",
+        SymbolKind::INTERFACE => "interface",
+        SymbolKind::FUNCTION => "function",
+        SymbolKind::VARIABLE => "variable",
+        SymbolKind::CONSTANT => "constant",
+        SymbolKind::STRING => "string",
+        SymbolKind::NUMBER => "number",
+        SymbolKind::BOOLEAN => "boolean",
+        SymbolKind::ARRAY => "array",
+        SymbolKind::OBJECT => "object",
+        SymbolKind::KEY => "key",
+        SymbolKind::NULL => "null",
+        SymbolKind::ENUM_MEMBER => "enum member",
+        SymbolKind::STRUCT => "struct",
+        SymbolKind::EVENT => "event",
+        SymbolKind::OPERATOR => "operator",
+        SymbolKind::TYPE_PARAMETER => "type parameter",
+        _ => "symbol",
+    }
+}
+
+/// `error`, `warning`, `info`, `hint`; a diagnostic without a severity is an error.
+pub(crate) fn severity_name(severity: Option<DiagnosticSeverity>) -> &'static str {
+    match severity {
+        Some(DiagnosticSeverity::WARNING) => "warning",
+        Some(DiagnosticSeverity::INFORMATION) => "info",
+        Some(DiagnosticSeverity::HINT) => "hint",
+        _ => "error",
+    }
+}
+
+/// A diagnostic code as text.
+pub(crate) fn code_text(code: Option<&NumberOrString>) -> Option<String> {
+    code.map(|code| match code {
+        NumberOrString::Number(number) => number.to_string(),
+        NumberOrString::String(text) => text.clone(),
+    })
+}
+
+/// A message on one line: whitespace runs folded, cut when very long.
+pub(crate) fn one_line(message: &str) -> String {
+    let folded = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if folded.chars().count() <= 400 {
+        return folded;
+    }
+    let mut cut: String = folded.chars().take(400).collect();
+    cut.push('…');
+    cut
+}
+
+/// "1 edit", "3 edits".
+pub(crate) fn plural(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_quote_the_line_workspace_relative() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/lib.rs"),
+            "mod a;\n    pub fn answer() {}\n",
+        )
+        .unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        let mut quoter = Quoter::new(&workspace);
+        let uri = Url::from_file_path(workspace.root().join("src/lib.rs")).unwrap();
+        assert_eq!(
+            quoter.place(&uri, 1).render(),
+            "src/lib.rs:2: pub fn answer() {}"
+        );
+        assert!(quoter.is_own(&uri));
+        let dependency =
+            Url::from_file_path(workspace.root().join(".venv/lib/site-packages/x.py")).unwrap();
+        assert!(!quoter.is_own(&dependency));
+        assert!(!quoter.is_own(&Url::parse("file:///usr/lib/x.rs").unwrap()));
+    }
+
+    #[test]
+    fn lsp_5_capped_lists_say_so() {
+        assert_eq!(capped_note(50, 50), None);
+        assert_eq!(
+            capped_note(50, 73).as_deref(),
+            Some("(capped: showing 50 of 73)")
+        );
+    }
+}

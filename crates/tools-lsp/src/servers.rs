@@ -1,0 +1,528 @@
+//! The table of known language servers (languages, root markers, command, project checker)
+//! and how `[lsp.servers.*]` in the config changes it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::config::{CheckerFormat, LspConfig, ServerOverride};
+use crate::{Error, Result};
+
+/// One language server as the supervisor uses it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ServerSpec {
+    /// The name used in status, errors and the config, e.g. `rust-analyzer`.
+    pub(crate) name: String,
+    /// Extensions (no dot) and the LSP language id sent for each.
+    pub(crate) extensions: Vec<(String, String)>,
+    /// Files or folders that mark a project root.
+    pub(crate) markers: Vec<String>,
+    /// Which marker-holding ancestor is the root.
+    pub(crate) root_rule: RootRule,
+    /// The commands to try, in order; the first whose binary resolves is used.
+    pub(crate) candidates: Vec<Candidate>,
+    /// The project checker of `diagnostics "*"`.
+    pub(crate) checker: Option<CheckerSpec>,
+    /// Extra environment for the server and its checker.
+    pub(crate) env: BTreeMap<String, String>,
+    /// `initializationOptions`.
+    pub(crate) initialization_options: Option<Value>,
+    /// Answers to `workspace/configuration`, keyed by section.
+    pub(crate) settings: Option<Value>,
+    /// When a freshly started server counts as ready for requests.
+    pub(crate) readiness: Readiness,
+    /// Whether the server notices files changed on disk by itself (rust-analyzer runs its
+    /// own watcher when the client offers none); for the others the session scans the root
+    /// before each request and reports what changed.
+    pub(crate) watches_files: bool,
+    /// Whether a file's diagnostics are asked for (`textDocument/diagnostic`) rather than
+    /// taken from the last publish. basedpyright answers pulls without advertising them,
+    /// and a pull answers for the text just sent, with no guessing about publish timing.
+    pub(crate) pull_diagnostics: bool,
+    /// What to tell someone whose machine lacks the binary.
+    pub(crate) install_hint: String,
+}
+
+/// Which ancestor holding a marker is the project root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RootRule {
+    /// The nearest one above the file.
+    Nearest,
+    /// The outermost one inside the workspace (a Cargo workspace above its members).
+    Outermost,
+}
+
+/// When a server counts as ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// rust-analyzer's `experimental/serverStatus` says `quiescent`.
+    ServerStatus,
+    /// Once after start, no `$/progress` is running (servers that answer before they finish
+    /// loading the project, with empty results).
+    FirstIdle,
+    /// At once after `initialize`: the server blocks requests until it can answer them.
+    Immediate,
+}
+
+/// One way to start a server.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Candidate {
+    /// The program name (looked up) or a path (relative to the workspace root).
+    pub(crate) program: String,
+    /// Its arguments.
+    pub(crate) args: Vec<String>,
+    /// Whether versioned names (`clangd-17`) count when the plain name is missing.
+    pub(crate) versioned: bool,
+    /// How to ask the binary its version without starting a server.
+    pub(crate) version: VersionProbe,
+}
+
+/// How to learn a binary's version.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum VersionProbe {
+    /// Run the binary itself with these arguments.
+    Args(Vec<String>),
+    /// Run a program in the same folder (the CLI beside a `-langserver` script).
+    Sibling { program: String, args: Vec<String> },
+}
+
+/// A project checker: the commands to try and how to read them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CheckerSpec {
+    pub(crate) candidates: Vec<Vec<String>>,
+    pub(crate) format: CheckerFormat,
+}
+
+impl ServerSpec {
+    /// The language id for `path`, when this server handles it.
+    pub(crate) fn language_id(&self, path: &Path) -> Option<&str> {
+        let extension = path.extension()?.to_str()?;
+        self.extensions
+            .iter()
+            .find(|(known, _)| known.eq_ignore_ascii_case(extension))
+            .map(|(_, id)| id.as_str())
+    }
+
+    /// `.rs` or `.c, .h, .cc, …` for messages.
+    pub(crate) fn extension_list(&self) -> String {
+        let list: Vec<String> = self
+            .extensions
+            .iter()
+            .map(|(extension, _)| format!(".{extension}"))
+            .collect();
+        list.join(", ")
+    }
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn extensions(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(extension, id)| ((*extension).to_owned(), (*id).to_owned()))
+        .collect()
+}
+
+fn candidate(program: &str, args: &[&str]) -> Candidate {
+    Candidate {
+        program: program.to_owned(),
+        args: strings(args),
+        versioned: false,
+        version: VersionProbe::Args(strings(&["--version"])),
+    }
+}
+
+/// The built-in table (the issue's table, in its order).
+pub(crate) fn builtin() -> Vec<ServerSpec> {
+    vec![
+        ServerSpec {
+            name: "rust-analyzer".into(),
+            extensions: extensions(&[("rs", "rust")]),
+            markers: strings(&["Cargo.toml", "rust-project.json"]),
+            root_rule: RootRule::Outermost,
+            candidates: vec![candidate("rust-analyzer", &[])],
+            checker: Some(CheckerSpec {
+                candidates: vec![strings(&["cargo", "check", "--message-format=json"])],
+                format: CheckerFormat::CargoJson,
+            }),
+            env: BTreeMap::new(),
+            // Workspace symbol search covers functions too, not only types. Its scope stays the
+            // workspace: with dependencies included, rust-analyzer fills its result limit with
+            // fuzzy matches from the standard library before the workspace's own symbols.
+            initialization_options: Some(rust_analyzer_settings()),
+            settings: Some(json!({ "rust-analyzer": rust_analyzer_settings() })),
+            readiness: Readiness::ServerStatus,
+            watches_files: true,
+            pull_diagnostics: false,
+            install_hint: "install it with `rustup component add rust-analyzer`".into(),
+        },
+        ServerSpec {
+            name: "basedpyright".into(),
+            extensions: extensions(&[("py", "python"), ("pyi", "python")]),
+            markers: strings(&[
+                "pyproject.toml",
+                "setup.py",
+                "setup.cfg",
+                "requirements.txt",
+                "pyrightconfig.json",
+            ]),
+            root_rule: RootRule::Nearest,
+            candidates: vec![
+                Candidate {
+                    program: "basedpyright-langserver".into(),
+                    args: strings(&["--stdio"]),
+                    versioned: false,
+                    version: VersionProbe::Sibling {
+                        program: "basedpyright".into(),
+                        args: strings(&["--version"]),
+                    },
+                },
+                Candidate {
+                    program: "pyright-langserver".into(),
+                    args: strings(&["--stdio"]),
+                    versioned: false,
+                    version: VersionProbe::Sibling {
+                        program: "pyright".into(),
+                        args: strings(&["--version"]),
+                    },
+                },
+            ],
+            checker: Some(CheckerSpec {
+                candidates: vec![
+                    strings(&["basedpyright", "--outputjson"]),
+                    strings(&["pyright", "--outputjson"]),
+                ],
+                format: CheckerFormat::PyrightJson,
+            }),
+            env: BTreeMap::new(),
+            initialization_options: None,
+            settings: None,
+            readiness: Readiness::FirstIdle,
+            watches_files: false,
+            pull_diagnostics: true,
+            install_hint:
+                "install it into the project's virtualenv with `pip install basedpyright` \
+                           (`pip install pyright` works too)"
+                    .into(),
+        },
+        ServerSpec {
+            name: "typescript-language-server".into(),
+            extensions: extensions(&[
+                ("ts", "typescript"),
+                ("tsx", "typescriptreact"),
+                ("mts", "typescript"),
+                ("cts", "typescript"),
+                ("js", "javascript"),
+                ("jsx", "javascriptreact"),
+                ("mjs", "javascript"),
+                ("cjs", "javascript"),
+            ]),
+            markers: strings(&["tsconfig.json", "jsconfig.json", "package.json"]),
+            root_rule: RootRule::Nearest,
+            candidates: vec![candidate("typescript-language-server", &["--stdio"])],
+            checker: Some(CheckerSpec {
+                candidates: vec![strings(&["tsc", "--noEmit", "--pretty", "false"])],
+                format: CheckerFormat::Tsc,
+            }),
+            env: BTreeMap::new(),
+            // One tsserver for everything: with a separate syntax server (the default), requests
+            // made while the project loads get syntax-only answers (`import add` as the
+            // definition of `add`), which look like real answers.
+            initialization_options: Some(json!({ "tsserver": { "useSyntaxServer": "never" } })),
+            settings: None,
+            readiness: Readiness::FirstIdle,
+            watches_files: false,
+            pull_diagnostics: false,
+            install_hint: "install it with `npm install -g typescript-language-server typescript` \
+                           (or into the project's node_modules)"
+                .into(),
+        },
+        ServerSpec {
+            name: "clangd".into(),
+            extensions: extensions(&[
+                ("c", "c"),
+                ("h", "c"),
+                ("cc", "cpp"),
+                ("cpp", "cpp"),
+                ("cxx", "cpp"),
+                ("c++", "cpp"),
+                ("hh", "cpp"),
+                ("hpp", "cpp"),
+                ("hxx", "cpp"),
+                ("m", "objective-c"),
+                ("mm", "objective-cpp"),
+            ]),
+            markers: strings(&[
+                "compile_commands.json",
+                "compile_flags.txt",
+                ".clangd",
+                "CMakeLists.txt",
+                "build/compile_commands.json",
+            ]),
+            root_rule: RootRule::Nearest,
+            candidates: vec![Candidate {
+                versioned: true,
+                ..candidate("clangd", &[])
+            }],
+            checker: None,
+            env: BTreeMap::new(),
+            initialization_options: None,
+            settings: None,
+            // clangd answers from the open file's AST while its background index runs;
+            // waiting for that index would stall every hover on a large project.
+            readiness: Readiness::Immediate,
+            watches_files: false,
+            pull_diagnostics: false,
+            install_hint: "install clangd from your distribution (e.g. `apt-get install clangd`)"
+                .into(),
+        },
+        ServerSpec {
+            name: "gopls".into(),
+            extensions: extensions(&[("go", "go")]),
+            markers: strings(&["go.work", "go.mod"]),
+            root_rule: RootRule::Nearest,
+            candidates: vec![Candidate {
+                version: VersionProbe::Args(strings(&["version"])),
+                ..candidate("gopls", &[])
+            }],
+            checker: Some(CheckerSpec {
+                candidates: vec![strings(&["go", "vet", "./..."])],
+                format: CheckerFormat::Lines,
+            }),
+            env: BTreeMap::new(),
+            initialization_options: None,
+            settings: None,
+            readiness: Readiness::FirstIdle,
+            watches_files: false,
+            pull_diagnostics: false,
+            install_hint: "install it with `go install golang.org/x/tools/gopls@latest`".into(),
+        },
+        ServerSpec {
+            name: "dart".into(),
+            extensions: extensions(&[("dart", "dart")]),
+            markers: strings(&["pubspec.yaml"]),
+            root_rule: RootRule::Nearest,
+            candidates: vec![candidate("dart", &["language-server"])],
+            checker: Some(CheckerSpec {
+                candidates: vec![strings(&["dart", "analyze", "--format=machine"])],
+                format: CheckerFormat::DartMachine,
+            }),
+            env: BTreeMap::new(),
+            initialization_options: None,
+            settings: None,
+            readiness: Readiness::FirstIdle,
+            watches_files: false,
+            pull_diagnostics: false,
+            install_hint: "install the Dart or Flutter SDK so that `dart` is on PATH".into(),
+        },
+    ]
+}
+
+fn rust_analyzer_settings() -> Value {
+    json!({
+        "workspace": {
+            "symbol": {
+                "search": {
+                    "kind": "all_symbols",
+                    "limit": 256
+                }
+            }
+        }
+    })
+}
+
+/// The built-in table with the config's overrides applied.
+pub(crate) fn table(config: &LspConfig) -> Result<Vec<ServerSpec>> {
+    let mut servers = builtin();
+    for (name, change) in &config.servers {
+        match servers.iter().position(|spec| &spec.name == name) {
+            Some(index) => {
+                if change.enabled == Some(false) {
+                    servers.remove(index);
+                } else {
+                    apply(&mut servers[index], change)?;
+                }
+            }
+            None if change.enabled == Some(false) => {}
+            None => servers.push(new_server(name, change)?),
+        }
+    }
+    Ok(servers)
+}
+
+fn apply(spec: &mut ServerSpec, change: &ServerOverride) -> Result<()> {
+    let problem = |problem: &str| Error::Config {
+        server: spec.name.clone(),
+        problem: problem.to_owned(),
+    };
+    if let Some(command) = &change.command {
+        let (program, args) = command
+            .split_first()
+            .ok_or_else(|| problem("`command` is empty: give the program and its arguments"))?;
+        spec.candidates = vec![Candidate {
+            program: program.clone(),
+            args: args.to_vec(),
+            versioned: false,
+            version: VersionProbe::Args(vec!["--version".into()]),
+        }];
+    }
+    if let Some(list) = &change.extensions {
+        let id = change.language_id.clone();
+        spec.extensions = list
+            .iter()
+            .map(|extension| {
+                let extension = extension.trim_start_matches('.').to_owned();
+                let id = id.clone().unwrap_or_else(|| extension.clone());
+                (extension, id)
+            })
+            .collect();
+    } else if let Some(id) = &change.language_id {
+        for (_, language) in spec.extensions.iter_mut() {
+            *language = id.clone();
+        }
+    }
+    if let Some(markers) = &change.markers {
+        spec.markers = markers.clone();
+    }
+    if let Some(checker) = &change.checker {
+        spec.checker = match checker.is_empty() {
+            true => None,
+            false => Some(CheckerSpec {
+                candidates: vec![checker.clone()],
+                format: change
+                    .checker_format
+                    .or(spec.checker.as_ref().map(|c| c.format))
+                    .unwrap_or(CheckerFormat::Lines),
+            }),
+        };
+    } else if let (Some(format), Some(checker)) = (change.checker_format, spec.checker.as_mut()) {
+        checker.format = format;
+    }
+    spec.env.extend(change.env.clone());
+    if change.initialization_options.is_some() {
+        spec.initialization_options = change.initialization_options.clone();
+    }
+    if change.settings.is_some() {
+        spec.settings = change.settings.clone();
+    }
+    Ok(())
+}
+
+fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
+    let missing = |field: &str| Error::Config {
+        server: name.to_owned(),
+        problem: format!(
+            "`{name}` is not a built-in server, so it needs `{field}` (a new server needs \
+             `command`, `extensions` and `markers`)"
+        ),
+    };
+    if change.command.is_none() {
+        return Err(missing("command"));
+    }
+    if change.extensions.is_none() {
+        return Err(missing("extensions"));
+    }
+    if change.markers.is_none() {
+        return Err(missing("markers"));
+    }
+    let mut spec = ServerSpec {
+        name: name.to_owned(),
+        extensions: Vec::new(),
+        markers: Vec::new(),
+        root_rule: RootRule::Nearest,
+        candidates: Vec::new(),
+        checker: None,
+        env: BTreeMap::new(),
+        initialization_options: None,
+        settings: None,
+        readiness: Readiness::FirstIdle,
+        watches_files: false,
+        pull_diagnostics: false,
+        install_hint: format!("install it, or fix [lsp.servers.{name}] command in the config"),
+    };
+    apply(&mut spec, change)?;
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_table_has_the_issues_servers_in_order() {
+        let names: Vec<String> = builtin().into_iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            [
+                "rust-analyzer",
+                "basedpyright",
+                "typescript-language-server",
+                "clangd",
+                "gopls",
+                "dart"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_extension_belongs_to_one_server() {
+        let mut seen = std::collections::HashSet::new();
+        for spec in builtin() {
+            for (extension, _) in &spec.extensions {
+                assert!(seen.insert(extension.clone()), "{extension} twice");
+            }
+        }
+    }
+
+    #[test]
+    fn prod_6_overrides_replace_fields_and_add_servers() {
+        let config: LspConfig = serde_json::from_value(json!({
+            "servers": {
+                "clangd": { "command": ["clangd-17", "--background-index"] },
+                "gopls": { "enabled": false },
+                "zls": { "command": ["zls"], "extensions": ["zig"], "markers": ["build.zig"] },
+                "rust-analyzer": { "env": { "CARGO_TARGET_DIR": "target/ra" }, "checker": [] }
+            }
+        }))
+        .unwrap();
+        let servers = table(&config).unwrap();
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "rust-analyzer",
+                "basedpyright",
+                "typescript-language-server",
+                "clangd",
+                "dart",
+                "zls"
+            ]
+        );
+        let clangd = &servers[3];
+        assert_eq!(clangd.candidates.len(), 1);
+        assert_eq!(clangd.candidates[0].program, "clangd-17");
+        assert_eq!(clangd.candidates[0].args, ["--background-index"]);
+        let rust = &servers[0];
+        assert_eq!(rust.env["CARGO_TARGET_DIR"], "target/ra");
+        assert_eq!(rust.checker, None);
+        let zls = &servers[5];
+        assert_eq!(zls.extensions, [("zig".to_owned(), "zig".to_owned())]);
+        assert_eq!(zls.language_id(Path::new("a/b.zig")), Some("zig"));
+    }
+
+    #[test]
+    fn prod_6_a_new_server_without_a_command_is_a_config_error() {
+        let config: LspConfig = serde_json::from_value(json!({
+            "servers": { "zls": { "extensions": ["zig"], "markers": ["build.zig"] } }
+        }))
+        .unwrap();
+        assert_eq!(
+            table(&config).unwrap_err().to_string(),
+            "[lsp.servers.zls] in the config: `zls` is not a built-in server, so it needs \
+             `command` (a new server needs `command`, `extensions` and `markers`)"
+        );
+    }
+}

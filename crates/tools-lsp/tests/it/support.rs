@@ -1,0 +1,297 @@
+//! Fixture projects written into folders, a dispatcher over the two tools with a supervisor
+//! that finds the servers the README's test command installs, one shared runtime (so a
+//! server started by one test serves the next), and the rule for missing servers: locally
+//! a loud message and an early return, under `CI=true` a failure.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+
+use serde_json::Value;
+use tools_core::{
+    ApprovalPolicy, Dispatcher, DispatcherOptions, RegistryBuilder, Run, ToolCall, ToolResult,
+    Workspace,
+};
+use tools_lsp::{LspConfig, LspSupervisor, ServerOverride};
+
+/// Every test runs on this runtime, so sessions outlive the test that started them.
+static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+});
+
+/// Runs a test body on the shared runtime.
+pub fn run<F: Future>(body: F) -> F::Output {
+    RUNTIME.block_on(body)
+}
+
+/// The repository root (two levels above this crate).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Where the README's test command installs servers that are not on `PATH`: basedpyright in
+/// the repository's `.venv`, typescript-language-server and typescript under `.tools/node`.
+pub fn tool_dirs() -> Vec<PathBuf> {
+    let root = repo_root();
+    vec![
+        root.join(".venv/bin"),
+        root.join(".tools/node/node_modules/.bin"),
+    ]
+}
+
+/// The servers the tests use, and how to tell whether one is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    RustAnalyzer,
+    Basedpyright,
+    Clangd,
+    TypeScript,
+}
+
+impl Server {
+    fn installed(self) -> bool {
+        let in_dirs = |name: &str| tool_dirs().iter().any(|dir| dir.join(name).is_file());
+        let on_path = |name: &str| {
+            std::env::var_os("PATH").is_some_and(|paths| {
+                std::env::split_paths(&paths).any(|dir| dir.join(name).is_file())
+            })
+        };
+        match self {
+            // The rustup proxy is always there; ask rustup whether the component is.
+            Server::RustAnalyzer => std::process::Command::new("rustup")
+                .args(["which", "rust-analyzer"])
+                .current_dir(repo_root())
+                .output()
+                .is_ok_and(|out| out.status.success()),
+            Server::Basedpyright => in_dirs("basedpyright-langserver"),
+            Server::Clangd => on_path("clangd") || in_dirs("clangd"),
+            Server::TypeScript => in_dirs("typescript-language-server") && in_dirs("tsc"),
+        }
+    }
+
+    fn install(self) -> &'static str {
+        match self {
+            Server::RustAnalyzer => "rustup component add rust-analyzer rust-src",
+            Server::Basedpyright => "python3 -m venv .venv && .venv/bin/pip install basedpyright",
+            Server::Clangd => "apt-get install -y clangd",
+            Server::TypeScript => {
+                "npm install --prefix .tools/node typescript-language-server@5 typescript@5"
+            }
+        }
+    }
+}
+
+/// Whether `server` is installed. When it is not: under `CI=true` the test fails; locally it
+/// prints what to install and the test returns early.
+pub fn available(server: Server) -> bool {
+    if server.installed() {
+        return true;
+    }
+    let message = format!(
+        "{server:?} is not installed; `cargo xtask ci` installs it, or run: {}",
+        server.install()
+    );
+    if std::env::var("CI").is_ok_and(|value| value == "true") {
+        panic!("{message}");
+    }
+    eprintln!("\n!!!!!!!! SKIPPED: {message} !!!!!!!!\n");
+    false
+}
+
+/// A project folder, a supervisor on it, and a dispatcher over `lsp` and `lsp_rename`.
+pub struct Fixture {
+    /// Kept so a temp folder lives as long as the fixture.
+    _temp: Option<tempfile::TempDir>,
+    pub root: PathBuf,
+    pub dispatcher: Arc<Dispatcher>,
+}
+
+/// Writes `//- /path` fixture text into `root`.
+pub fn write_files(root: &Path, files: &str) {
+    let mut current: Option<(String, String)> = None;
+    let mut all = Vec::new();
+    for line in files.lines() {
+        if let Some(path) = line.strip_prefix("//- /") {
+            all.extend(current.take());
+            current = Some((path.trim().to_owned(), String::new()));
+        } else if let Some((_, text)) = current.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    all.extend(current);
+    for (path, text) in all {
+        let full = root.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+}
+
+impl Fixture {
+    /// A fixture in a fresh temp folder, removed when the fixture drops.
+    pub fn temp(files: &str) -> Fixture {
+        Fixture::temp_with(files, LspConfig::default())
+    }
+
+    /// [`Fixture::temp`] with a config to start from.
+    pub fn temp_with(files: &str, config: LspConfig) -> Fixture {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        write_files(&root, files);
+        Fixture::build(Some(temp), root, config)
+    }
+
+    /// A fixture shared by the tests of one binary: a fixed folder under cargo's temp dir,
+    /// written afresh when the first test needs it.
+    pub fn shared(name: &str, files: &str) -> Fixture {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("lsp-fixtures")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let root = root.canonicalize().unwrap();
+        write_files(&root, files);
+        Fixture::build(None, root, LspConfig::default())
+    }
+
+    fn build(temp: Option<tempfile::TempDir>, root: PathBuf, mut config: LspConfig) -> Fixture {
+        config.path.extend(tool_dirs());
+        // A Rust fixture uses the repository's toolchain (where the README's command put
+        // rust-analyzer and rust-src) and a target folder of its own, so rust-analyzer and
+        // cargo never wait for the lock of the build that runs these tests.
+        if root.join("Cargo.toml").exists() {
+            std::fs::copy(
+                repo_root().join("rust-toolchain.toml"),
+                root.join("rust-toolchain.toml"),
+            )
+            .unwrap();
+            let rust = config.servers.entry("rust-analyzer".into()).or_default();
+            rust.env.insert(
+                "CARGO_TARGET_DIR".into(),
+                root.join("target").display().to_string(),
+            );
+        }
+        let workspace = Workspace::new(&root).unwrap();
+        let supervisor = LspSupervisor::new(workspace.root(), config).unwrap();
+        let mut builder = RegistryBuilder::new(Run {
+            workspace,
+            questions: None,
+        });
+        tools_lsp::register(&mut builder, &supervisor);
+        let options = DispatcherOptions {
+            approval: ApprovalPolicy::Allow,
+            ..DispatcherOptions::default()
+        };
+        Fixture {
+            _temp: temp,
+            root,
+            dispatcher: Arc::new(Dispatcher::new(builder.build(), options)),
+        }
+    }
+
+    /// One `lsp` call.
+    pub async fn lsp(&self, arguments: Value) -> ToolResult {
+        self.call("lsp", arguments).await
+    }
+
+    /// One call of any tool.
+    pub async fn call(&self, name: &str, arguments: Value) -> ToolResult {
+        self.dispatcher
+            .dispatch(ToolCall {
+                name: name.into(),
+                arguments,
+            })
+            .await
+    }
+
+    /// A file's text.
+    pub fn file(&self, path: &str) -> String {
+        std::fs::read_to_string(self.root.join(path)).unwrap()
+    }
+
+    /// Kills the running session of `server` with SIGKILL and waits until the supervisor
+    /// has noticed (its status shows the crash); returns the pid it had.
+    pub async fn kill_server(&self, server: &str) -> u64 {
+        let pid = self.pid(server).await.expect("the server is not running");
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        for _ in 0..100 {
+            if self.session(server).await["crashes"] == 1 {
+                return pid;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("the supervisor did not notice that {server} was killed");
+    }
+
+    /// The first session of `server` in `status`.
+    pub async fn session(&self, server: &str) -> Value {
+        let status = self.lsp(serde_json::json!({"operation": "status"})).await;
+        let servers = status.structured.unwrap()["servers"].clone();
+        servers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["server"] == server)
+            .unwrap()["sessions"][0]
+            .clone()
+    }
+
+    /// The pid of the running session of `server`, from `status`.
+    pub async fn pid(&self, server: &str) -> Option<u64> {
+        let status = self.lsp(serde_json::json!({"operation": "status"})).await;
+        let servers = status.structured?["servers"].as_array()?.clone();
+        servers
+            .iter()
+            .find(|s| s["server"] == server)?
+            .get("sessions")?
+            .as_array()?
+            .iter()
+            .find_map(|session| session.get("pid")?.as_u64())
+    }
+}
+
+/// A config whose servers are overridden as given.
+pub fn config_with(servers: &[(&str, ServerOverride)]) -> LspConfig {
+    LspConfig {
+        servers: servers
+            .iter()
+            .map(|(name, change)| ((*name).to_owned(), change.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        ..LspConfig::default()
+    }
+}
+
+/// Asserts that a call succeeded and returns its text.
+#[track_caller]
+pub fn ok(result: &ToolResult) -> &str {
+    assert!(!result.is_error, "the call failed: {}", result.text);
+    &result.text
+}
+
+/// Asserts that a call failed and returns its text.
+#[track_caller]
+pub fn failed(result: &ToolResult) -> &str {
+    assert!(result.is_error, "the call succeeded: {}", result.text);
+    &result.text
+}
+
+/// The 1-based line of the first line of `path` in `fixture` that contains `needle`.
+pub fn line_of(fixture: &Fixture, path: &str, needle: &str) -> u32 {
+    let text = fixture.file(path);
+    let index = text
+        .lines()
+        .position(|line| line.contains(needle))
+        .unwrap_or_else(|| panic!("{path} has no line with {needle}"));
+    u32::try_from(index + 1).unwrap()
+}

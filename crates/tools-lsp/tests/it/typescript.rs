@@ -1,0 +1,129 @@
+//! typescript-language-server (with the typescript package) on a small TypeScript project.
+
+use std::sync::LazyLock;
+
+use serde_json::json;
+
+use crate::support::{Fixture, Server, available, ok, run};
+
+const PROJECT: &str = r#"//- /tsconfig.json
+{
+  "compilerOptions": { "strict": true, "target": "es2020", "module": "commonjs", "noEmit": true },
+  "include": ["src"]
+}
+//- /src/shapes.ts
+/** Something with an area. */
+export interface Shape {
+  area(): number;
+}
+
+export class Circle implements Shape {
+  constructor(public radius: number) {}
+
+  area(): number {
+    return 3.14 * this.radius * this.radius;
+  }
+}
+
+/** Adds two numbers. */
+export function add(left: number, right: number): number {
+  return left + right;
+}
+//- /src/main.ts
+import { Circle, add } from "./shapes";
+
+const circle = new Circle(1);
+console.log(circle.area(), add(1, 2));
+console.log(add(3, 4));
+//- /src/broken.ts
+export const broken: number = "text";
+"#;
+
+/// One project and one server for every test in this file.
+static SHARED: LazyLock<Fixture> = LazyLock::new(|| Fixture::shared("typescript", PROJECT));
+
+#[test]
+fn lsp_5_typescript_definition_crosses_an_import() {
+    if !available(Server::TypeScript) {
+        return;
+    }
+    run(async {
+        let fx = &*SHARED;
+        let result = fx
+            .lsp(json!({"operation": "definition", "file": "src/main.ts", "line": 5, "symbol": "add"}))
+            .await;
+        assert_eq!(
+            ok(&result),
+            "1 definition of `add` (src/main.ts:5):\n\
+             src/shapes.ts:15: export function add(left: number, right: number): number {"
+        );
+    });
+}
+
+#[test]
+fn lsp_5_typescript_references_span_the_project() {
+    if !available(Server::TypeScript) {
+        return;
+    }
+    run(async {
+        let fx = &*SHARED;
+        let result = fx
+            .lsp(json!({"operation": "references", "file": "src/shapes.ts", "line": 15, "symbol": "add"}))
+            .await;
+        assert_eq!(
+            ok(&result),
+            "4 references to `add` (src/shapes.ts:15):\n\
+             src/main.ts:1: import { Circle, add } from \"./shapes\";\n\
+             src/main.ts:4: console.log(circle.area(), add(1, 2));\n\
+             src/main.ts:5: console.log(add(3, 4));\n\
+             src/shapes.ts:15: export function add(left: number, right: number): number {"
+        );
+    });
+}
+
+#[test]
+fn lsp_5_typescript_hover_shows_the_signature_and_the_doc_comment() {
+    if !available(Server::TypeScript) {
+        return;
+    }
+    run(async {
+        let fx = &*SHARED;
+        let result = fx
+            .lsp(json!({"operation": "hover", "file": "src/main.ts", "line": 5, "symbol": "add"}))
+            .await;
+        let text = ok(&result);
+        assert!(
+            text.contains("add(left: number, right: number): number"),
+            "{text}"
+        );
+        assert!(text.contains("Adds two numbers."), "{text}");
+    });
+}
+
+#[test]
+fn lsp_5_typescript_diagnostics_of_a_file_and_of_the_project() {
+    if !available(Server::TypeScript) {
+        return;
+    }
+    run(async {
+        let fx = &*SHARED;
+        let file = fx
+            .lsp(json!({"operation": "diagnostics", "file": "src/broken.ts"}))
+            .await;
+        assert_eq!(
+            ok(&file),
+            "src/broken.ts: 1 error and 0 warnings (typescript-language-server):\n\
+             src/broken.ts:1: error[2322]: Type 'string' is not assignable to type 'number'.\n    \
+             export const broken: number = \"text\";"
+        );
+        let project = fx
+            .lsp(json!({"operation": "diagnostics", "file": "*"}))
+            .await;
+        assert_eq!(
+            ok(&project),
+            "`tsc --noEmit --pretty false` (root .): 1 error and 0 warnings\n\
+             src/broken.ts:1: error[TS2322]: Type 'string' is not assignable to type 'number'.\n    \
+             export const broken: number = \"text\";"
+        );
+    });
+}
