@@ -343,6 +343,20 @@ impl Lsp {
                 ToolError::failed(message)
             })?
             .to_owned();
+        // LSP-4 needs no server: a symbol that is not on the line is refused before a server
+        // is started or waited for (a cold rust-analyzer takes a minute to index).
+        if let Ok(path) = workspace.resolve(file)
+            && let Ok(text) = std::fs::read_to_string(&path)
+        {
+            locate(
+                &text,
+                line,
+                &symbol,
+                input.occurrence,
+                &workspace.display(&path),
+            )
+            .map_err(ToolError::failed)?;
+        }
         let opened = self.supervisor.open(workspace, file).await?;
         let target = locate(
             &opened.synced.text,

@@ -337,6 +337,25 @@ fn lsp_4_rust_symbol_not_on_line_quotes_the_line() {
 }
 
 #[test]
+fn lsp_4_a_symbol_not_on_the_line_is_refused_without_starting_a_server() {
+    run(async {
+        let fx = Fixture::temp(&project());
+        let result = fx
+            .lsp(json!({"operation": "references", "file": "src/lib.rs", "line": 11, "symbol": "add"}))
+            .await;
+        assert_eq!(
+            failed(&result),
+            "line 11 of src/lib.rs has no `add`: the line is `left + right`; `add` occurs on line 10"
+        );
+        assert_eq!(
+            fx.pid("rust-analyzer").await,
+            None,
+            "no server was started to refuse it"
+        );
+    });
+}
+
+#[test]
 fn lsp_4_navigation_without_symbol_is_an_error_that_quotes_the_line() {
     // No server is needed to refuse this, so it runs everywhere.
     run(async {
