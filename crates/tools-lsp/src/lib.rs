@@ -14,6 +14,7 @@ mod lsp;
 mod lsp_rename;
 mod position;
 mod render;
+mod reported;
 mod servers;
 mod session;
 mod supervisor;
