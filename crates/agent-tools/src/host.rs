@@ -107,23 +107,7 @@ pub(crate) mod test_support {
         /// Files from `//- /path` headers, as in rust-analyzer's fixtures.
         pub(crate) fn new(files: &str) -> Fixture {
             let dir = tempfile::tempdir().unwrap();
-            let mut current: Option<(String, String)> = None;
-            let mut all = Vec::new();
-            for line in files.lines() {
-                if let Some(path) = line.strip_prefix("//- /") {
-                    all.extend(current.take());
-                    current = Some((path.trim().to_owned(), String::new()));
-                } else if let Some((_, text)) = current.as_mut() {
-                    text.push_str(line);
-                    text.push('\n');
-                }
-            }
-            all.extend(current);
-            for (path, text) in all {
-                let full = dir.path().join(path);
-                std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-                std::fs::write(full, text).unwrap();
-            }
+            tools_core::testing::write_fixture(dir.path(), files).unwrap();
             let workspace = Workspace::new(dir.path()).unwrap();
             let mut builder = RegistryBuilder::new(Run {
                 workspace,

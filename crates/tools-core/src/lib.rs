@@ -11,6 +11,7 @@ mod error;
 mod question;
 mod registry;
 mod schema;
+pub mod testing;
 mod tier;
 mod tool;
 mod workspace;

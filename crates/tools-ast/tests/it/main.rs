@@ -18,23 +18,7 @@ struct Fixture {
 /// Files from `//- /path` headers.
 fn fixture(files: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let mut current: Option<(String, String)> = None;
-    let mut all = Vec::new();
-    for line in files.lines() {
-        if let Some(path) = line.strip_prefix("//- /") {
-            all.extend(current.take());
-            current = Some((path.trim().to_owned(), String::new()));
-        } else if let Some((_, text)) = current.as_mut() {
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
-    all.extend(current);
-    for (path, text) in all {
-        let full = dir.path().join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-    }
+    tools_core::testing::write_fixture(dir.path(), files).unwrap();
     let mut builder = RegistryBuilder::new(Run {
         workspace: Workspace::new(dir.path()).unwrap(),
         questions: None,

@@ -116,23 +116,7 @@ pub struct Fixture {
 
 /// Writes `//- /path` fixture text into `root`.
 pub fn write_files(root: &Path, files: &str) {
-    let mut current: Option<(String, String)> = None;
-    let mut all = Vec::new();
-    for line in files.lines() {
-        if let Some(path) = line.strip_prefix("//- /") {
-            all.extend(current.take());
-            current = Some((path.trim().to_owned(), String::new()));
-        } else if let Some((_, text)) = current.as_mut() {
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
-    all.extend(current);
-    for (path, text) in all {
-        let full = root.join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-    }
+    tools_core::testing::write_fixture(root, files).unwrap();
 }
 
 impl Fixture {

@@ -1,0 +1,47 @@
+//! Test support shared by every family's tests: fixtures written from one string.
+
+use std::path::Path;
+
+/// Writes fixture text into `root`: each `//- /path` header line starts a file, and the lines
+/// up to the next header are its content (the rust-analyzer fixture format). Missing folders
+/// are created.
+pub fn write_fixture(root: &Path, fixture: &str) -> std::io::Result<()> {
+    let mut files: Vec<(&str, String)> = Vec::new();
+    for line in fixture.lines() {
+        if let Some(path) = line.strip_prefix("//- /") {
+            files.push((path.trim(), String::new()));
+        } else if let Some((_, text)) = files.last_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    for (path, text) in files {
+        let full = root.join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(full, text)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fixtures_write_every_file_with_its_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        super::write_fixture(
+            dir.path(),
+            "ignored\n//- /a.txt\none\n//- /deep/b.rs\nfn b() {}\n\n",
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "one\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("deep/b.rs")).unwrap(),
+            "fn b() {}\n\n"
+        );
+    }
+}
