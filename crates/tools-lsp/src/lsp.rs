@@ -14,15 +14,14 @@ use async_lsp::lsp_types::{
     CodeActionContext, CodeActionOrCommand, CodeActionParams, CodeActionTriggerKind, Diagnostic,
     DiagnosticSeverity, DocumentSymbol, DocumentSymbolParams, DocumentSymbolResponse,
     GotoDefinitionParams, GotoDefinitionResponse, HoverParams, OneOf, PartialResultParams,
-    Position, ReferenceContext, ReferenceParams, TextDocumentIdentifier,
-    TextDocumentPositionParams, Url, WorkDoneProgressParams, WorkspaceSymbolParams,
-    WorkspaceSymbolResponse,
+    ReferenceContext, ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams, Url,
+    WorkDoneProgressParams, WorkspaceSymbolParams, WorkspaceSymbolResponse,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace};
 
-use crate::position::{Target, lines, locate};
+use crate::position::{Target, lines};
 use crate::render::{
     Place, Quoter, capped_note, code_text, hover_text, kind_name, one_line, plural, severity_name,
 };
@@ -343,42 +342,10 @@ impl Lsp {
                 ToolError::failed(message)
             })?
             .to_owned();
-        // LSP-4 needs no server: a symbol that is not on the line is refused before a server
-        // is started or waited for (a cold rust-analyzer takes a minute to index).
-        if let Ok(path) = workspace.resolve(file)
-            && let Ok(text) = std::fs::read_to_string(&path)
-        {
-            locate(
-                &text,
-                line,
-                &symbol,
-                input.occurrence,
-                &workspace.display(&path),
-            )
-            .map_err(ToolError::failed)?;
-        }
-        let opened = self.supervisor.open(workspace, file).await?;
-        let target = locate(
-            &opened.synced.text,
-            line,
-            &symbol,
-            input.occurrence,
-            &opened.shown,
-        )
-        .map_err(ToolError::failed)?;
-        let line_text = lines(&opened.synced.text)
-            .get(target.line as usize)
-            .copied()
-            .unwrap_or_default();
-        let position = TextDocumentPositionParams {
-            text_document: TextDocumentIdentifier {
-                uri: opened.synced.uri.clone(),
-            },
-            position: Position::new(
-                target.line,
-                opened.session.encoding.column(line_text, target.start),
-            ),
-        };
+        let (opened, target, position) = self
+            .supervisor
+            .open_at(workspace, file, line, &symbol, input.occurrence)
+            .await?;
         Ok(Pointed {
             opened,
             target,

@@ -4,15 +4,13 @@
 
 use async_lsp::lsp_types::request::{PrepareRenameRequest, Rename};
 use async_lsp::lsp_types::{
-    FileChangeType, OneOf, Position, PrepareRenameResponse, RenameParams, TextDocumentIdentifier,
-    TextDocumentPositionParams, WorkDoneProgressParams,
+    FileChangeType, OneOf, PrepareRenameResponse, RenameParams, WorkDoneProgressParams,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, FileChange, Tier, Tool, ToolError, ToolOutput};
 
 use crate::edit::plan;
-use crate::position::{lines, locate};
 use crate::render::plural;
 use crate::supervisor::LspSupervisor;
 
@@ -94,34 +92,22 @@ impl Tool for LspRename {
         if new_name.is_empty() {
             return Err(ToolError::failed("`new_name` is empty: give the new name"));
         }
-        let opened = self.supervisor.open(workspace, &input.file).await?;
+        let (opened, target, position) = self
+            .supervisor
+            .open_at(
+                workspace,
+                &input.file,
+                input.line,
+                &input.symbol,
+                input.occurrence,
+            )
+            .await?;
         let session = &opened.session;
-        let target = locate(
-            &opened.synced.text,
-            input.line,
-            &input.symbol,
-            input.occurrence,
-            &opened.shown,
-        )
-        .map_err(ToolError::failed)?;
         if target.aimed == new_name {
             return Err(ToolError::failed(format!(
                 "`{new_name}` is already the name; nothing to rename"
             )));
         }
-        let line_text = lines(&opened.synced.text)
-            .get(target.line as usize)
-            .copied()
-            .unwrap_or_default();
-        let position = TextDocumentPositionParams {
-            text_document: TextDocumentIdentifier {
-                uri: opened.synced.uri.clone(),
-            },
-            position: Position::new(
-                target.line,
-                session.encoding.column(line_text, target.start),
-            ),
-        };
         let here = format!("{}:{}", opened.shown, target.line + 1);
         let server = session.spec.name.clone();
         let prepare = match &session.capabilities.rename_provider {

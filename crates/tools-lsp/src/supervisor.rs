@@ -17,8 +17,11 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tools_core::{ToolError, Workspace};
 
+use async_lsp::lsp_types::{Position, TextDocumentIdentifier, TextDocumentPositionParams};
+
 use crate::config::LspConfig;
 use crate::discovery::{Binary, SearchPath, VersionCache, resolve_binary, root_for, scan_roots};
+use crate::position::{Target, lines, locate};
 use crate::servers::ServerSpec;
 use crate::session::{Activity, Session, StartOptions, Synced};
 use crate::transport::StderrTail;
@@ -277,6 +280,43 @@ impl LspSupervisor {
 
     /// Resolves a `file` argument, starts its server if needed, waits for it to be ready,
     /// and syncs the file and every other open document with the disk.
+    /// Opens `file` and aims at `symbol` on 1-based `line` (LSP-3/4): the position a
+    /// navigation or rename request is sent for. A symbol that is not on the line is refused
+    /// from the file on disk, before a server is started or waited for (a cold rust-analyzer
+    /// takes a minute to index).
+    pub(crate) async fn open_at(
+        &self,
+        workspace: &Workspace,
+        file: &str,
+        line: u32,
+        symbol: &str,
+        occurrence: Option<u32>,
+    ) -> std::result::Result<(Opened, Target, TextDocumentPositionParams), ToolError> {
+        if let Ok(path) = workspace.resolve(file)
+            && let Ok(text) = std::fs::read_to_string(&path)
+        {
+            locate(&text, line, symbol, occurrence, &workspace.display(&path))
+                .map_err(ToolError::failed)?;
+        }
+        let opened = self.open(workspace, file).await?;
+        let target = locate(&opened.synced.text, line, symbol, occurrence, &opened.shown)
+            .map_err(ToolError::failed)?;
+        let line_text = lines(&opened.synced.text)
+            .get(target.line as usize)
+            .copied()
+            .unwrap_or_default();
+        let position = TextDocumentPositionParams {
+            text_document: TextDocumentIdentifier {
+                uri: opened.synced.uri.clone(),
+            },
+            position: Position::new(
+                target.line,
+                opened.session.encoding.column(line_text, target.start),
+            ),
+        };
+        Ok((opened, target, position))
+    }
+
     pub(crate) async fn open(
         &self,
         workspace: &Workspace,
