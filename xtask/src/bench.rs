@@ -1,7 +1,8 @@
-//! `cargo xtask bench ast|lsp`: each family's benchmark against its peer, in one run.
+//! `cargo xtask bench ast|lsp|diagnostics`: each family's benchmark against its peer, in one run.
 
 mod ast;
-mod lsp;
+mod diagnostics;
+pub(crate) mod lsp;
 
 use anyhow::bail;
 
@@ -9,6 +10,7 @@ pub(crate) fn run(what: &str) -> anyhow::Result<()> {
     match what {
         "ast" => ast::run(),
         "lsp" => lsp::run(),
-        _ => bail!("unknown benchmark `{what}`: the benchmarks are ast and lsp"),
+        "diagnostics" => diagnostics::run(),
+        _ => bail!("unknown benchmark `{what}`: the benchmarks are ast, lsp and diagnostics"),
     }
 }

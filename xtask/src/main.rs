@@ -1,5 +1,5 @@
 //! Project automation: `cargo xtask codegen [--check]`, `cargo xtask ci` and
-//! `cargo xtask bench ast|lsp`.
+//! `cargo xtask bench ast|lsp|diagnostics`.
 
 mod bench;
 mod ci;
@@ -21,7 +21,8 @@ fn main() -> ExitCode {
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
-                 cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace"
+                 cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace\n  \
+                 cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes"
             );
             return ExitCode::from(2);
         }

@@ -155,6 +155,7 @@ mod tests {
             images: vec![Image::png(vec![0x89, b'P', b'N', b'G'])],
             is_error: false,
             touched: vec![],
+            previous: vec![],
         };
         let value = serde_json::to_value(mcp_result(result)).unwrap();
         assert_eq!(

@@ -13,6 +13,9 @@ use crate::staging::{EditState, EditStore, hash};
 /// `accept` first checks that every file still has the content it had when the edit was
 /// staged; if any one changed, the whole edit is rejected and no file is written — stage it
 /// again with `ast_edit`. Otherwise every file is written at once. `discard` drops the edit.
+///
+/// When a language server covers a written file, the result ends with the errors this call
+/// introduced there (and says so when the server had not finished checking).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveInput {
@@ -43,6 +46,10 @@ pub struct ResolveOutput {
     pub files: Vec<String>,
     /// Replacements written (0 for discard).
     pub replacements: usize,
+    /// What the project's language servers found in the written files (diagnostics on write,
+    /// LSP-6); present only when a server covers one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<tools_core::WriteDiagnostics>,
 }
 
 /// The `resolve` tool.
@@ -78,6 +85,7 @@ impl Tool for Resolve {
                     action: input.action,
                     files: shown,
                     replacements: 0,
+                    diagnostics: None,
                 },
             ));
         }
@@ -110,12 +118,15 @@ impl Tool for Resolve {
                 )
             })
             .collect();
-        if let Err(error) = workspace.commit(&changes) {
-            self.store.finish(number, EditState::Rejected);
-            return Err(ToolError::failed(format!(
-                "{error}; every file of {id} was left as it was"
-            )));
-        }
+        let previous = match workspace.commit(&changes) {
+            Ok(previous) => previous,
+            Err(error) => {
+                self.store.finish(number, EditState::Rejected);
+                return Err(ToolError::failed(format!(
+                    "{error}; every file of {id} was left as it was"
+                )));
+            }
+        };
         self.store.finish(number, EditState::Accepted);
         let replacements: usize = files.iter().map(|f| f.replacements).sum();
         let mut text = format!(
@@ -132,8 +143,10 @@ impl Tool for Resolve {
                 action: input.action,
                 files: shown,
                 replacements,
+                diagnostics: None,
             },
         )
-        .touching(files.into_iter().map(|f| f.path)))
+        .touching(files.into_iter().map(|f| f.path))
+        .previously(previous))
     }
 }

@@ -15,6 +15,7 @@ pub mod testing;
 mod tier;
 mod tool;
 mod workspace;
+mod written;
 
 pub use crate::{
     approval::ApprovalPolicy,
@@ -26,4 +27,5 @@ pub use crate::{
     tier::{Surface, Tier},
     tool::{AnyTool, CallContext, Image, PreparedCall, Tool, ToolOutput, ToolResult},
     workspace::{FileChange, Workspace},
+    written::{CheckedFile, WriteDiagnostics, WrittenDiagnostic},
 };

@@ -62,6 +62,9 @@ pub struct ToolOutput<O> {
     /// Files the call created, changed or removed (absolute), so wrappers can act on them:
     /// diagnostics on write syncs exactly these (LSP-6).
     pub touched: Vec<PathBuf>,
+    /// The text touched files had before the call, where the tool knew it: lets diagnostics
+    /// on write tell what the call introduced in files its arguments did not name (LSP-7).
+    pub previous: Vec<(PathBuf, String)>,
 }
 
 impl<O> ToolOutput<O> {
@@ -72,12 +75,28 @@ impl<O> ToolOutput<O> {
             structured,
             images: Vec::new(),
             touched: Vec::new(),
+            previous: Vec::new(),
         }
     }
 
     /// The same result, naming the files the call wrote.
     pub fn touching(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
         self.touched.extend(paths);
+        self
+    }
+
+    /// The same result, with what the written files held before (as
+    /// [`Workspace::commit`](crate::Workspace::commit) returns it); new and non-UTF-8 files
+    /// are left out.
+    pub fn previously(
+        mut self,
+        previous: impl IntoIterator<Item = (PathBuf, Option<Vec<u8>>)>,
+    ) -> Self {
+        self.previous.extend(
+            previous
+                .into_iter()
+                .filter_map(|(path, bytes)| Some((path, String::from_utf8(bytes?).ok()?))),
+        );
         self
     }
 }
@@ -114,6 +133,8 @@ pub struct ToolResult {
     pub is_error: bool,
     /// Files the call created, changed or removed (absolute).
     pub touched: Vec<PathBuf>,
+    /// The text touched files had before the call, where the tool knew it.
+    pub previous: Vec<(PathBuf, String)>,
 }
 
 impl ToolResult {
@@ -125,6 +146,7 @@ impl ToolResult {
             images: Vec::new(),
             is_error: true,
             touched: Vec::new(),
+            previous: Vec::new(),
         }
     }
 }
@@ -203,6 +225,7 @@ impl<T: Tool> AnyTool for T {
                     images: output.images,
                     is_error: false,
                     touched: output.touched,
+                    previous: output.previous,
                 })
             })
         }))

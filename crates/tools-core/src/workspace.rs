@@ -110,7 +110,11 @@ impl Workspace {
     /// Applies several changes all or nothing: the new contents are first written to temp
     /// files beside their targets, then renamed into place one by one; if a rename fails,
     /// the files already replaced get their old contents back and the error is returned.
-    pub fn commit(&self, changes: &[(PathBuf, FileChange)]) -> Result<()> {
+    /// On success, returns each path with the contents it had before (`None`: it was new).
+    pub fn commit(
+        &self,
+        changes: &[(PathBuf, FileChange)],
+    ) -> Result<Vec<(PathBuf, Option<Vec<u8>>)>> {
         let mut staged = Vec::with_capacity(changes.len());
         for (path, change) in changes {
             let io = |action: &'static str, source| Error::Io {
@@ -173,7 +177,10 @@ impl Workspace {
             }
             done.push((path, original.take()));
         }
-        Ok(())
+        Ok(done
+            .into_iter()
+            .map(|(path, original)| (path.clone(), original))
+            .collect())
     }
 }
 
@@ -366,7 +373,16 @@ mod tests {
                 FileChange::Write(b"hello".to_vec()),
             ),
         ];
-        ws.commit(&changes).unwrap();
+        let before = std::fs::read(dir.path().join("src/lib.rs")).unwrap();
+        let previous = ws.commit(&changes).unwrap();
+        // What each file held before, for diagnostics on write's baseline (LSP-7).
+        assert_eq!(
+            previous,
+            [
+                (ws.root().join("src/lib.rs"), Some(before)),
+                (ws.root().join("new/dir/file.txt"), None),
+            ]
+        );
         assert_eq!(
             std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
             "// new\n"

@@ -26,6 +26,8 @@ pub(crate) struct Shared {
     root_uri: Url,
     root_name: String,
     settings: Option<Value>,
+    /// The progress-token prefix of the check the server runs on save, if it runs one.
+    check_token: Option<String>,
     state: Mutex<ClientState>,
     changed: tokio::sync::watch::Sender<u64>,
 }
@@ -44,6 +46,9 @@ pub(crate) struct ClientState {
     pub(crate) diagnostics: HashMap<Url, Published>,
     /// Errors and warnings the server showed or logged, newest last.
     pub(crate) messages: VecDeque<String>,
+    /// How many on-save checks (rust-analyzer's flycheck) have begun; a write waits for one
+    /// that began after its save to end (LSP-6).
+    pub(crate) checks_begun: u64,
     /// Why the connection ended, once it has.
     pub(crate) ended: Option<String>,
 }
@@ -86,15 +91,23 @@ pub(crate) struct ServerStatus {
 pub(crate) struct Published {
     /// How many publishes this file has had.
     pub(crate) count: u64,
+    /// The document version the last publish was for, when the server said.
+    pub(crate) version: Option<i32>,
     pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
 impl Shared {
-    pub(crate) fn new(root_uri: Url, root_name: String, settings: Option<Value>) -> Arc<Self> {
+    pub(crate) fn new(
+        root_uri: Url,
+        root_name: String,
+        settings: Option<Value>,
+        check_token: Option<String>,
+    ) -> Arc<Self> {
         Arc::new(Shared {
             root_uri,
             root_name,
             settings,
+            check_token,
             state: Mutex::new(ClientState::default()),
             changed: tokio::sync::watch::channel(0).0,
         })
@@ -129,6 +142,16 @@ impl Shared {
         self.state().diagnostics.get(uri).map_or(0, |p| p.count)
     }
 
+    /// How many on-save checks have begun, and whether one is running now.
+    pub(crate) fn checks(&self) -> (u64, bool) {
+        let state = self.state();
+        let running = self
+            .check_token
+            .as_deref()
+            .is_some_and(|prefix| state.progress.keys().any(|token| token.starts_with(prefix)));
+        (state.checks_begun, running)
+    }
+
     /// The last publish for `uri`.
     pub(crate) fn published(&self, uri: &Url) -> Option<Published> {
         self.state().diagnostics.get(uri).cloned()
@@ -137,7 +160,17 @@ impl Shared {
     /// Waits until `uri` has had more than `after` publishes; false on timeout or when the
     /// connection ended.
     pub(crate) async fn wait_publish(&self, uri: &Url, after: u64, timeout: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
+        self.wait_publish_until(uri, after, tokio::time::Instant::now() + timeout)
+            .await
+    }
+
+    /// [`Shared::wait_publish`] with a deadline.
+    pub(crate) async fn wait_publish_until(
+        &self,
+        uri: &Url,
+        after: u64,
+        deadline: tokio::time::Instant,
+    ) -> bool {
         let mut changes = self.subscribe();
         loop {
             {
@@ -226,8 +259,15 @@ impl Shared {
                 };
                 let value = params.get("value").cloned().unwrap_or_default();
                 let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+                let is_check = self
+                    .check_token
+                    .as_deref()
+                    .is_some_and(|prefix| token.starts_with(prefix));
                 match value.get("kind").and_then(Value::as_str) {
                     Some("begin") | Some("report") => self.update(|state| {
+                        if is_check && value.get("kind").and_then(Value::as_str) == Some("begin") {
+                            state.checks_begun += 1;
+                        }
                         let entry = state.progress.entry(token).or_default();
                         if let Some(title) = text("title") {
                             entry.title = Some(title);
@@ -290,9 +330,14 @@ impl Shared {
                             .collect()
                     })
                     .unwrap_or_default();
+                let version = params
+                    .get("version")
+                    .and_then(Value::as_i64)
+                    .and_then(|v| i32::try_from(v).ok());
                 self.update(|state| {
                     let entry = state.diagnostics.entry(uri).or_default();
                     entry.count += 1;
+                    entry.version = version;
                     entry.diagnostics = diagnostics;
                 });
             }
@@ -484,6 +529,7 @@ mod tests {
             Url::parse("file:///project").unwrap(),
             "project".into(),
             settings,
+            Some("rust-analyzer/flycheck".into()),
         )
     }
 

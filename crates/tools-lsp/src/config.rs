@@ -29,6 +29,42 @@ pub struct LspConfig {
     pub path: Vec<PathBuf>,
     /// Overrides of the built-in servers by name, or new servers.
     pub servers: BTreeMap<String, ServerOverride>,
+    /// Diagnostics on write: what `write`, `edit`, `apply_patch`, `lsp_rename` and `resolve`
+    /// report after they change a file (LSP-6).
+    pub on_write: OnWriteConfig,
+}
+
+/// `[lsp.on_write]`: how writes are checked through the language servers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OnWriteConfig {
+    /// `false` turns diagnostics on write off.
+    pub enabled: bool,
+    /// How long a write waits for its files' servers to finish checking, in seconds (a cold
+    /// server that is still indexing counts against the same bound); after that the result
+    /// says which files were not checked.
+    pub timeout_seconds: f64,
+    /// Report introduced warnings too, not only errors.
+    pub warnings: bool,
+    /// How many introduced diagnostics are listed per file; the rest are counted.
+    pub per_file: usize,
+}
+
+impl Default for OnWriteConfig {
+    fn default() -> Self {
+        OnWriteConfig {
+            enabled: true,
+            timeout_seconds: 30.0,
+            warnings: false,
+            per_file: 10,
+        }
+    }
+}
+
+impl OnWriteConfig {
+    pub(crate) fn timeout(&self) -> Duration {
+        Duration::try_from_secs_f64(self.timeout_seconds).unwrap_or(Duration::ZERO)
+    }
 }
 
 impl Default for LspConfig {
@@ -41,6 +77,7 @@ impl Default for LspConfig {
             restart_budget: 3,
             path: Vec::new(),
             servers: BTreeMap::new(),
+            on_write: OnWriteConfig::default(),
         }
     }
 }
@@ -49,6 +86,16 @@ impl LspConfig {
     /// Checks the server table this configuration makes (a new server needs a command,
     /// extensions and markers; a command cannot be empty).
     pub fn validate(&self) -> crate::Result<()> {
+        let timeout = self.on_write.timeout_seconds;
+        if !(timeout.is_finite() && timeout >= 0.0) {
+            return Err(crate::Error::Setting {
+                setting: "[lsp.on_write] timeout_seconds".into(),
+                problem: format!(
+                    "{timeout} is not a number of seconds; give 0 or more, e.g. 30 (or set \
+                     enabled = false to turn diagnostics on write off)"
+                ),
+            });
+        }
         crate::servers::table(self).map(|_| ())
     }
 

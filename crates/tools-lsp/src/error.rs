@@ -9,6 +9,9 @@ pub enum Error {
     /// `agent-tools.toml` describes a server we cannot use.
     #[error("[lsp.servers.{server}] in the config: {problem}")]
     Config { server: String, problem: String },
+    /// A setting outside the server table is unusable.
+    #[error("{setting} in the config: {problem}")]
+    Setting { setting: String, problem: String },
     /// No server can serve this file, and the message says why (LSP-2).
     #[error("{0}")]
     Unusable(String),

@@ -12,6 +12,7 @@ mod edit;
 mod error;
 mod lsp;
 mod lsp_rename;
+mod on_write;
 mod position;
 mod render;
 mod reported;
@@ -21,21 +22,26 @@ mod supervisor;
 mod transport;
 
 pub use crate::{
-    config::{CheckerFormat, LspConfig, ServerOverride},
+    config::{CheckerFormat, LspConfig, OnWriteConfig, ServerOverride},
     error::{Error, Result},
     lsp::{ActionItem, DiagnosticItem, Lsp, LspInput, LspOutput, Operation, SymbolItem},
     lsp_rename::{LspRename, LspRenameInput, LspRenameOutput, RenamedFile},
+    on_write::DiagnosticsOnWrite,
     render::Place,
     supervisor::{LspSupervisor, ServerReport, SessionReport},
 };
 
+use std::sync::Arc;
+
 use tools_core::RegistryBuilder;
 
-/// Registers `lsp` (read tier) and `lsp_rename` (write tier) over `supervisor`. The umbrella
-/// calls it only when a supervisor is bound to the run (LSP-1, CORE-1); whether any server
-/// can run is decided later, at call time (CORE-2).
+/// Registers `lsp` (read tier) and `lsp_rename` (write tier) over `supervisor`, and wraps
+/// every writing tool with diagnostics on write (LSP-6) unless the config turns it off. The
+/// umbrella calls it only when a supervisor is bound to the run (LSP-1, CORE-1); whether any
+/// server can run is decided later, at call time (CORE-2).
 pub fn register(builder: &mut RegistryBuilder, supervisor: &LspSupervisor) {
     builder
         .register(Lsp::new(supervisor.clone()))
-        .register(LspRename::new(supervisor.clone()));
+        .register(LspRename::new(supervisor.clone()))
+        .wrap(Arc::new(DiagnosticsOnWrite::new(supervisor.clone())));
 }

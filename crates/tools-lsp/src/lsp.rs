@@ -1079,7 +1079,7 @@ async fn current_diagnostics(opened: &Opened, wait: Duration) -> (Vec<Diagnostic
 }
 
 /// `src/lib.rs:3: error[E0308]: mismatched types`
-fn render_diagnostic(item: &DiagnosticItem) -> String {
+pub(crate) fn render_diagnostic(item: &DiagnosticItem) -> String {
     let mut text = String::new();
     if !item.path.is_empty() {
         text.push_str(&item.path);

@@ -20,6 +20,9 @@ use crate::supervisor::LspSupervisor;
 ///
 /// Point at the symbol with a 1-based `line` and the `symbol` text on that line, as for
 /// `lsp`. The result lists each changed file with its number of edits.
+///
+/// When a language server covers a written file, the result ends with the errors this call
+/// introduced there (and says so when the server had not finished checking).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspRenameInput {
@@ -48,6 +51,10 @@ pub struct LspRenameOutput {
     pub files: Vec<RenamedFile>,
     /// Edits over all files.
     pub total_edits: usize,
+    /// What the project's language servers found in the written files (diagnostics on write,
+    /// LSP-6); present only when a server covers one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<tools_core::WriteDiagnostics>,
 }
 
 /// One file the rename changed.
@@ -172,7 +179,7 @@ impl Tool for LspRename {
                  was changed"
             )));
         }
-        workspace.commit(&planned.changes).map_err(|error| {
+        let previous = workspace.commit(&planned.changes).map_err(|error| {
             ToolError::failed(format!(
                 "renaming `{old_name}`: {error}; no file was changed"
             ))
@@ -239,8 +246,10 @@ impl Tool for LspRename {
                 new_name,
                 files,
                 total_edits,
+                diagnostics: None,
             },
         )
-        .touching(touched))
+        .touching(touched)
+        .previously(previous))
     }
 }

@@ -42,8 +42,17 @@ pub(crate) struct Reported {
     files: HashMap<PathBuf, HashSet<Key>>,
 }
 
-#[allow(dead_code)] // Used by the diagnostics-on-write wrapper (LSP-6), which builds on this.
 impl Reported {
+    /// Whether the file has an entry (a baseline or a publish taken after a write).
+    pub(crate) fn knows(&self, path: &Path) -> bool {
+        self.files.contains_key(path)
+    }
+
+    /// Forgets a file (it was deleted): if it comes back, its diagnostics are new.
+    pub(crate) fn forget(&mut self, path: &Path) {
+        self.files.remove(path);
+    }
+
     /// Records what a file had before the first write the run watches, so diagnostics that
     /// were there already are never reported as introduced. Does nothing once the file has an
     /// entry.

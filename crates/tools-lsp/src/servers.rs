@@ -40,6 +40,11 @@ pub(crate) struct ServerSpec {
     /// taken from the last publish. basedpyright answers pulls without advertising them,
     /// and a pull answers for the text just sent, with no guessing about publish timing.
     pub(crate) pull_diagnostics: bool,
+    /// The progress-token prefix of the check the server runs when a file is saved
+    /// (rust-analyzer's `cargo check`, its "flycheck"): diagnostics on write waits for that
+    /// check to end, since until then the server's publishes carry the previous check's
+    /// findings (LSP-6).
+    pub(crate) check_progress: Option<String>,
     /// What to tell someone whose machine lacks the binary.
     pub(crate) install_hint: String,
 }
@@ -157,6 +162,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::ServerStatus,
             watches_files: true,
             pull_diagnostics: false,
+            check_progress: Some("rust-analyzer/flycheck".into()),
             install_hint: "install it with `rustup component add rust-analyzer`".into(),
         },
         ServerSpec {
@@ -203,6 +209,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::FirstIdle,
             watches_files: false,
             pull_diagnostics: true,
+            check_progress: None,
             install_hint:
                 "install it into the project's virtualenv with `pip install basedpyright` \
                            (`pip install pyright` works too)"
@@ -236,6 +243,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::FirstIdle,
             watches_files: false,
             pull_diagnostics: false,
+            check_progress: None,
             install_hint: "install it with `npm install -g typescript-language-server typescript` \
                            (or into the project's node_modules)"
                 .into(),
@@ -276,6 +284,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::Immediate,
             watches_files: false,
             pull_diagnostics: false,
+            check_progress: None,
             install_hint: "install clangd from your distribution (e.g. `apt-get install clangd`)"
                 .into(),
         },
@@ -298,6 +307,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::FirstIdle,
             watches_files: false,
             pull_diagnostics: false,
+            check_progress: None,
             install_hint: "install it with `go install golang.org/x/tools/gopls@latest`".into(),
         },
         ServerSpec {
@@ -316,6 +326,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::FirstIdle,
             watches_files: false,
             pull_diagnostics: false,
+            check_progress: None,
             install_hint: "install the Dart or Flutter SDK so that `dart` is on PATH".into(),
         },
     ]
@@ -408,6 +419,17 @@ fn apply(spec: &mut ServerSpec, change: &ServerOverride) -> Result<()> {
     if change.settings.is_some() {
         spec.settings = change.settings.clone();
     }
+    // rust-analyzer told not to check on save runs no check to wait for.
+    let check_on_save = |options: &Option<Value>, path: &[&str]| {
+        path.iter()
+            .try_fold(options.as_ref()?, |value, key| value.get(key))
+            .and_then(Value::as_bool)
+    };
+    if check_on_save(&spec.settings, &["rust-analyzer", "checkOnSave"]) == Some(false)
+        || check_on_save(&spec.initialization_options, &["checkOnSave"]) == Some(false)
+    {
+        spec.check_progress = None;
+    }
     Ok(())
 }
 
@@ -441,6 +463,7 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
         readiness: Readiness::FirstIdle,
         watches_files: false,
         pull_diagnostics: false,
+        check_progress: None,
         install_hint: format!("install it, or fix [lsp.servers.{name}] command in the config"),
     };
     apply(&mut spec, change)?;

@@ -10,17 +10,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_lsp::ErrorCode;
 use async_lsp::lsp_types::notification::{
-    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument, Exit,
-    Initialized,
+    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
+    DidSaveTextDocument, Exit, Initialized,
 };
 use async_lsp::lsp_types::request::{DocumentDiagnosticRequest, Initialize, Request, Shutdown};
 use async_lsp::lsp_types::{
     ClientCapabilities, ClientInfo, Diagnostic, DidChangeTextDocumentParams,
     DidChangeWatchedFilesParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
-    DocumentDiagnosticParams, DocumentDiagnosticReport, DocumentDiagnosticReportResult,
-    FileChangeType, FileEvent, InitializeParams, InitializedParams, ServerCapabilities,
-    TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem, Url,
-    VersionedTextDocumentIdentifier, WorkspaceFolder,
+    DidSaveTextDocumentParams, DocumentDiagnosticParams, DocumentDiagnosticReport,
+    DocumentDiagnosticReportResult, FileChangeType, FileEvent, InitializeParams, InitializedParams,
+    ServerCapabilities, TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
+    Url, VersionedTextDocumentIdentifier, WorkspaceFolder,
 };
 use serde_json::json;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -94,6 +94,8 @@ pub(crate) struct Synced {
     pub(crate) text: Arc<str>,
     /// Whether this sync sent the server anything (it had an older text, or none).
     pub(crate) changed: bool,
+    /// The document version the server has for this text.
+    pub(crate) version: i32,
 }
 
 /// Whether a session can take requests now.
@@ -163,7 +165,12 @@ impl Session {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into());
-        let shared = Shared::new(root_uri.clone(), root_name.clone(), spec.settings.clone());
+        let shared = Shared::new(
+            root_uri.clone(),
+            root_name.clone(),
+            spec.settings.clone(),
+            spec.check_progress.clone(),
+        );
         let (main_loop, socket) = crate::client::main_loop(Arc::clone(&shared));
         let (loop_done_tx, loop_done) = tokio::sync::oneshot::channel();
         let (stdout, stdin) = (spawned.stdout, spawned.stdin);
@@ -437,6 +444,18 @@ impl Session {
         self.sync_locked(&mut documents, path)
     }
 
+    /// Sends the server `text` for `path` in place of what the disk holds (the text a file
+    /// had before a write, for the LSP-7 baseline). The next [`Session::sync`] sends the disk
+    /// again.
+    pub(crate) async fn sync_text(
+        &self,
+        path: &Path,
+        text: &str,
+    ) -> std::result::Result<Synced, String> {
+        let mut documents = self.documents.lock().await;
+        self.send_text(&mut documents, path, text.into(), None)
+    }
+
     fn sync_locked(
         &self,
         documents: &mut HashMap<PathBuf, OpenDocument>,
@@ -452,6 +471,7 @@ impl Session {
                 uri,
                 text: Arc::clone(&open.text),
                 changed: false,
+                version: open.version,
             });
         }
         let text: Arc<str> = match std::fs::read(path) {
@@ -468,6 +488,19 @@ impl Session {
                 return Err(format!("cannot read {}: {error}", path.display()));
             }
         };
+        self.send_text(documents, path, text, stamp)
+    }
+
+    /// Sends `text` as the content of `path` unless the server has it already.
+    fn send_text(
+        &self,
+        documents: &mut HashMap<PathBuf, OpenDocument>,
+        path: &Path,
+        text: Arc<str>,
+        stamp: Option<(SystemTime, u64)>,
+    ) -> std::result::Result<Synced, String> {
+        let uri = Url::from_file_path(path)
+            .map_err(|()| format!("{} is not an absolute path", path.display()))?;
         match documents.get_mut(path) {
             Some(open) if *open.text == *text => {
                 open.stamp = stamp;
@@ -475,6 +508,7 @@ impl Session {
                     uri,
                     text,
                     changed: false,
+                    version: open.version,
                 })
             }
             Some(open) => {
@@ -497,6 +531,7 @@ impl Session {
                     uri,
                     text,
                     changed: true,
+                    version: open.version,
                 })
             }
             None => {
@@ -522,9 +557,19 @@ impl Session {
                     uri,
                     text,
                     changed: true,
+                    version: 0,
                 })
             }
         }
+    }
+
+    /// Tells the server the file was saved (rust-analyzer starts its `cargo check` on save).
+    pub(crate) fn save(&self, uri: &Url) {
+        self.connection
+            .notify::<DidSaveTextDocument>(DidSaveTextDocumentParams {
+                text_document: TextDocumentIdentifier { uri: uri.clone() },
+                text: None,
+            });
     }
 
     /// Re-syncs every open document that changed on disk since it was sent (other tools or
@@ -613,17 +658,29 @@ impl Session {
     /// The file's diagnostics, asked for (`textDocument/diagnostic`), from a server the table
     /// says answers such pulls; `None` when it does not, or answers with nothing usable.
     pub(crate) async fn pull_diagnostics(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
+        self.pull_within(uri, self.request_timeout).await
+    }
+
+    /// [`Session::pull_diagnostics`] with its own timeout.
+    pub(crate) async fn pull_within(
+        &self,
+        uri: &Url,
+        timeout: Duration,
+    ) -> Option<Vec<Diagnostic>> {
         if !self.spec.pull_diagnostics {
             return None;
         }
         let answer = self
-            .request::<DocumentDiagnosticRequest>(DocumentDiagnosticParams {
-                text_document: TextDocumentIdentifier { uri: uri.clone() },
-                identifier: None,
-                previous_result_id: None,
-                work_done_progress_params: Default::default(),
-                partial_result_params: Default::default(),
-            })
+            .request_within::<DocumentDiagnosticRequest>(
+                DocumentDiagnosticParams {
+                    text_document: TextDocumentIdentifier { uri: uri.clone() },
+                    identifier: None,
+                    previous_result_id: None,
+                    work_done_progress_params: Default::default(),
+                    partial_result_params: Default::default(),
+                },
+                timeout,
+            )
             .await;
         match answer {
             Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(full))) => {

@@ -39,6 +39,9 @@ struct Inner {
     /// The actor, spawned on first use so that a supervisor can be built outside a runtime
     /// (listing tools, generating docs) and only a run that calls it pays for it.
     actor: OnceLock<mpsc::UnboundedSender<Command>>,
+    /// How many times `reload` ran: what was learnt about servers that cannot run (by
+    /// diagnostics on write) holds until the next one.
+    reloads: AtomicU64,
 }
 
 /// What the handle and the actor both read.
@@ -193,6 +196,7 @@ impl LspSupervisor {
     /// when the configuration's server table is invalid. No server starts until a call needs
     /// one (CORE-2).
     pub fn new(workspace_root: impl Into<PathBuf>, config: LspConfig) -> Result<Self> {
+        config.validate()?;
         let servers = crate::servers::table(&config)?
             .into_iter()
             .map(Arc::new)
@@ -207,6 +211,7 @@ impl LspSupervisor {
                     server_nanos: Arc::new(AtomicU64::new(0)),
                 }),
                 actor: OnceLock::new(),
+                reloads: AtomicU64::new(0),
             }),
         })
     }
@@ -265,6 +270,23 @@ impl LspSupervisor {
                 spec.markers.join(", ")
             ))
         })
+    }
+
+    /// How many reloads this run has had.
+    pub(crate) fn reloads(&self) -> u64 {
+        self.inner.reloads.load(Ordering::Relaxed)
+    }
+
+    /// The server and project root that cover `path`, if any: its extension has a server and
+    /// a root marker is found above it. Reads nothing but the file system's directory entries.
+    pub(crate) fn covering(&self, path: &Path) -> Option<(Arc<ServerSpec>, PathBuf)> {
+        let context = self.context();
+        let spec = context
+            .servers
+            .iter()
+            .find(|spec| spec.language_id(path).is_some())?;
+        let root = root_for(spec, &context.workspace_root, path)?;
+        Some((Arc::clone(spec), root))
     }
 
     /// A running session for (server, root), started now if there is none.
@@ -370,6 +392,7 @@ impl LspSupervisor {
         &self,
         only: Option<(Arc<ServerSpec>, PathBuf)>,
     ) -> Result<Vec<String>> {
+        self.inner.reloads.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         let key = only
             .as_ref()

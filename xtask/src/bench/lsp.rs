@@ -112,7 +112,7 @@ async fn lsp() -> anyhow::Result<()> {
 }
 
 /// Prints median, p90 and max; returns the median.
-fn print_row(label: &str, samples: &mut [Duration]) -> Duration {
+pub(crate) fn print_row(label: &str, samples: &mut [Duration]) -> Duration {
     samples.sort();
     let at = |fraction: f64| {
         let index = ((samples.len() - 1) as f64 * fraction).round() as usize;

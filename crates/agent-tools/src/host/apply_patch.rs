@@ -16,6 +16,9 @@ use super::read_text;
 /// hunk must match the file's current text (its stated position may have moved). All or
 /// nothing: if any hunk of any file does not apply, no file is changed and the error says
 /// which hunk and why.
+///
+/// When a language server covers a written file, the result ends with the errors this call
+/// introduced there (and says so when the server had not finished checking).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyPatchInput {
@@ -57,6 +60,10 @@ pub enum PatchAction {
 pub struct ApplyPatchOutput {
     /// The files, in patch order.
     pub files: Vec<PatchedFile>,
+    /// What the project's language servers found in the written files (diagnostics on write,
+    /// LSP-6); present only when a server covers one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<tools_core::WriteDiagnostics>,
 }
 
 /// The `apply_patch` tool.
@@ -155,7 +162,7 @@ impl Tool for ApplyPatch {
                 removed,
             });
         }
-        workspace
+        let previous = workspace
             .commit(&changes)
             .map_err(|e| ToolError::failed(format!("{e}; every file was left as it was")))?;
         let mut text = format!(
@@ -180,7 +187,15 @@ impl Tool for ApplyPatch {
             ));
         }
         let touched = changes.into_iter().map(|(path, _)| path);
-        Ok(ToolOutput::new(text, ApplyPatchOutput { files }).touching(touched))
+        Ok(ToolOutput::new(
+            text,
+            ApplyPatchOutput {
+                files,
+                diagnostics: None,
+            },
+        )
+        .touching(touched)
+        .previously(previous))
     }
 }
 

@@ -11,6 +11,9 @@ use super::{line_of, plural, read_text, write_text};
 /// `old_string` must occur in the file exactly as given (indentation and line breaks
 /// included) and, unless `replace_all` is true, exactly once: include enough surrounding
 /// lines to make it unique. Read the file first so you copy the text as it is now.
+///
+/// When a language server covers a written file, the result ends with the errors this call
+/// introduced there (and says so when the server had not finished checking).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditInput {
@@ -34,6 +37,10 @@ pub struct EditOutput {
     pub replacements: usize,
     /// The lines (1-based, in the new file) where the replacements start.
     pub lines: Vec<usize>,
+    /// What the project's language servers found in the written files (diagnostics on write,
+    /// LSP-6); present only when a server covers one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<tools_core::WriteDiagnostics>,
 }
 
 /// The `edit` tool.
@@ -110,6 +117,7 @@ impl Tool for Edit {
                 path: shown,
                 replacements: starts.len(),
                 lines,
+                diagnostics: None,
             },
         )
         .touching([path]))

@@ -11,6 +11,9 @@ use super::{count_lines, plural, write_text};
 /// Missing folders are created. The write is atomic: the file is either the old one or the
 /// new one, never half written. To change part of an existing file prefer `edit`, which
 /// cannot lose what you did not mean to touch.
+///
+/// When a language server covers a written file, the result ends with the errors this call
+/// introduced there (and says so when the server had not finished checking).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteInput {
@@ -31,6 +34,10 @@ pub struct WriteOutput {
     pub bytes: usize,
     /// Its number of lines.
     pub lines: usize,
+    /// What the project's language servers found in the written files (diagnostics on write,
+    /// LSP-6); present only when a server covers one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<tools_core::WriteDiagnostics>,
 }
 
 /// The `write` tool.
@@ -67,6 +74,7 @@ impl Tool for Write {
                 created,
                 bytes,
                 lines,
+                diagnostics: None,
             },
         )
         .touching([path]))

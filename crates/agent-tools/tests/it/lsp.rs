@@ -8,14 +8,14 @@ use serde_json::{Value, json};
 
 use crate::support::{Client, Server, is_error, text};
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
         .unwrap()
 }
 
-fn available(name: &str, installed: bool, install: &str) -> bool {
+pub(crate) fn available(name: &str, installed: bool, install: &str) -> bool {
     if installed {
         return true;
     }
@@ -28,7 +28,7 @@ fn available(name: &str, installed: bool, install: &str) -> bool {
     false
 }
 
-fn write_files(root: &Path, files: &[(&str, &str)]) {
+pub(crate) fn write_files(root: &Path, files: &[(&str, &str)]) {
     for (path, text) in files {
         let full = root.join(path);
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
@@ -38,7 +38,7 @@ fn write_files(root: &Path, files: &[(&str, &str)]) {
 
 /// The config every fixture gets: the test command's tool folders, and for Rust a target
 /// folder of the fixture's own (so nothing waits for the lock of the build running us).
-fn config(root: &Path) -> String {
+pub(crate) fn config(root: &Path) -> String {
     let repo = repo_root();
     format!(
         "[lsp]\npath = [{:?}, {:?}]\n\n[lsp.servers.rust-analyzer.env]\nCARGO_TARGET_DIR = {:?}\n",
@@ -50,7 +50,7 @@ fn config(root: &Path) -> String {
     )
 }
 
-async fn start(root: &Path) -> Server {
+pub(crate) async fn start(root: &Path) -> Server {
     Server::start(
         root,
         &["--approval", "allow"],

@@ -8,4 +8,5 @@ mod ast;
 mod cli;
 mod lsp;
 mod mcp;
+mod on_write;
 mod support;

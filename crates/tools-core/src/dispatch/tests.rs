@@ -272,6 +272,7 @@ async fn results_carry_text_and_structured_content() {
             images: vec![],
             is_error: false,
             touched: vec![],
+            previous: vec![],
         }
     );
 }

@@ -1,0 +1,359 @@
+//! Diagnostics on write (LSP-6, LSP-7) through `agent-tools serve`: an MCP client edits a
+//! Rust and a Python project with `write`, `edit` and `apply_patch`, and each result carries
+//! exactly the diagnostics that call introduced, from real rust-analyzer and basedpyright.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::lsp::{available, config, repo_root, start, write_files};
+use crate::support::{Server, is_error, text};
+
+/// Calls a writing tool, which must succeed; returns its text and its `diagnostics` object
+/// (null when no server covered the files).
+async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, Value) {
+    let result = server.call(tool, arguments.clone()).await;
+    let shown = text(&result);
+    assert!(!is_error(&result), "{tool} {arguments} failed: {shown}");
+    let structured = result
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("{tool} returned no structured content: {shown}"));
+    (shown, structured["diagnostics"].clone())
+}
+
+/// The `path:LINE` of each introduced diagnostic.
+fn introduced(diagnostics: &Value) -> Vec<String> {
+    diagnostics["introduced"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no `introduced` list in {diagnostics}"))
+        .iter()
+        .map(|d| format!("{}:{}", d["path"].as_str().unwrap(), d["line"]))
+        .collect()
+}
+
+/// The checked file's error count after the write, which must have settled.
+fn errors_now(diagnostics: &Value, path: &str) -> u64 {
+    let file = diagnostics["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("{path} was not checked: {diagnostics}"));
+    assert_eq!(
+        file["settled"], true,
+        "{path} did not settle: {diagnostics}"
+    );
+    file["errors"].as_u64().unwrap()
+}
+
+/// The fixture config, with a wait long enough for a cold server on a small CI machine.
+fn on_write_config(root: &Path) -> String {
+    format!("{}\n[lsp.on_write]\ntimeout_seconds = 180\n", config(root))
+}
+
+const RUST_LIB: &str = "mod old;\npub mod a;\npub mod b;\n\npub fn add(left: u32, right: u32) -> u32 {\n    left + right\n}\n";
+
+#[tokio::test]
+async fn lsp_6_rust_writes_report_exactly_what_they_introduced() {
+    let installed = std::process::Command::new("rustup")
+        .args(["which", "rust-analyzer"])
+        .current_dir(repo_root())
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !available(
+        "rust-analyzer",
+        installed,
+        "rustup component add rust-analyzer rust-src",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::copy(
+        repo_root().join("rust-toolchain.toml"),
+        root.join("rust-toolchain.toml"),
+    )
+    .unwrap();
+    write_files(
+        &root,
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"on_write\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+            ),
+            ("src/lib.rs", RUST_LIB),
+            // A type error that is there before the run writes anything.
+            ("src/old.rs", "pub fn old() -> u32 {\n    \"old\"\n}\n"),
+            ("src/a.rs", "pub fn a() -> u32 {\n    1\n}\n"),
+            ("src/b.rs", "pub fn b() -> u32 {\n    2\n}\n"),
+            ("notes.txt", "nothing to check\n"),
+        ],
+    );
+    std::fs::write(root.join("agent-tools.toml"), on_write_config(&root)).unwrap();
+    let server = start(&root).await;
+
+    // LSP-6: a write that introduces a type error reports it as path:LINE with the line.
+    let broken = format!("{RUST_LIB}\npub fn broken() -> u32 {{\n    \"text\"\n}}\n");
+    let (shown, diagnostics) = write_call(
+        &server,
+        "write",
+        json!({"path": "src/lib.rs", "content": broken}),
+    )
+    .await;
+    assert_eq!(introduced(&diagnostics), ["src/lib.rs:10"], "{shown}");
+    assert!(shown.starts_with("Replaced src/lib.rs"), "{shown}");
+    assert!(
+        shown.contains("src/lib.rs:10: error[E0308]: ") && shown.contains("\n    \"text\""),
+        "{shown}"
+    );
+
+    // LSP-7: an unrelated edit in the same file does not report it again.
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": "left + right", "new_string": "right + left"}),
+    )
+    .await;
+    assert!(introduced(&diagnostics).is_empty(), "{shown}");
+    assert!(!shown.contains("E0308"), "{shown}");
+    assert!(errors_now(&diagnostics, "src/lib.rs") >= 1, "{diagnostics}");
+
+    // LSP-7: four lines inserted above it move it, and a moved error is not new.
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": "pub fn broken", "new_string": "// one\n// two\n// three\n// four\npub fn broken"}),
+    )
+    .await;
+    assert!(introduced(&diagnostics).is_empty(), "{shown}");
+
+    // A fix settles on the fixed text: rust-analyzer's first publish for it still carries
+    // the previous `cargo check` error, and that stale publish must not be the answer.
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": "\"text\"", "new_string": "7"}),
+    )
+    .await;
+    assert!(introduced(&diagnostics).is_empty(), "{shown}");
+    assert_eq!(errors_now(&diagnostics, "src/lib.rs"), 0, "{diagnostics}");
+
+    // LSP-7: fixed and then reintroduced, it is reported again.
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": "    7\n", "new_string": "    \"text\"\n"}),
+    )
+    .await;
+    assert_eq!(introduced(&diagnostics), ["src/lib.rs:14"], "{shown}");
+
+    // An apply_patch touching two files reports each file's new errors.
+    let patch = "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,3 +1,3 @@\n pub fn a() -> u32 {\n-    1\n+    \"one\"\n }\n--- a/src/b.rs\n+++ b/src/b.rs\n@@ -1,3 +1,3 @@\n pub fn b() -> u32 {\n-    2\n+    \"two\"\n }\n";
+    let (shown, diagnostics) = write_call(&server, "apply_patch", json!({"patch": patch})).await;
+    assert_eq!(
+        introduced(&diagnostics),
+        ["src/a.rs:2", "src/b.rs:2"],
+        "{shown}"
+    );
+    assert!(shown.contains("in 2 files"), "{shown}");
+
+    // An edit in a file with an error from before the run reports nothing about it.
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "src/old.rs", "old_string": "pub fn old", "new_string": "/// Old.\npub fn old"}),
+    )
+    .await;
+    assert!(introduced(&diagnostics).is_empty(), "{shown}");
+    assert!(errors_now(&diagnostics, "src/old.rs") >= 1, "{diagnostics}");
+
+    // A file no server covers gets the write's own answer and nothing else.
+    let (shown, diagnostics) = write_call(
+        &server,
+        "write",
+        json!({"path": "notes.txt", "content": "still nothing\n"}),
+    )
+    .await;
+    assert_eq!(diagnostics, Value::Null, "{shown}");
+    assert_eq!(shown.lines().count(), 1, "{shown}");
+}
+
+#[tokio::test]
+async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
+    let installed = repo_root()
+        .join(".venv/bin/basedpyright-langserver")
+        .is_file();
+    if !available(
+        "basedpyright",
+        installed,
+        "python3 -m venv .venv && .venv/bin/pip install basedpyright",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write_files(
+        &root,
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"on_write\"\nversion = \"0.1.0\"\n",
+            ),
+            ("app/__init__.py", ""),
+            (
+                "app/main.py",
+                "def add(left: int, right: int) -> int:\n    return left + right\n",
+            ),
+            // An error that is there before the run writes anything.
+            ("app/old.py", "def old() -> int:\n    return \"old\"\n"),
+            ("app/a.py", "def a() -> int:\n    return 1\n"),
+            ("app/b.py", "def b() -> int:\n    return 2\n"),
+        ],
+    );
+    std::fs::write(root.join("agent-tools.toml"), on_write_config(&root)).unwrap();
+    let server = start(&root).await;
+
+    let (shown, diagnostics) = write_call(
+        &server,
+        "write",
+        json!({"path": "app/main.py", "content": "def add(left: int, right: int) -> int:\n    return left + right\n\n\ndef broken() -> int:\n    return \"text\"\n"}),
+    )
+    .await;
+    assert_eq!(introduced(&diagnostics), ["app/main.py:6"], "{shown}");
+    assert!(
+        shown.contains("app/main.py:6: error[reportReturnType]: "),
+        "{shown}"
+    );
+
+    // Unrelated edit, then four lines above: nothing new.
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "app/main.py", "old_string": "left + right", "new_string": "right + left"}),
+    )
+    .await;
+    assert!(introduced(&diagnostics).is_empty(), "{shown}");
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "app/main.py", "old_string": "def broken", "new_string": "# one\n# two\n# three\n# four\ndef broken"}),
+    )
+    .await;
+    assert!(introduced(&diagnostics).is_empty(), "{shown}");
+
+    // Fixed: nothing, and the file is clean; reintroduced: reported again.
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "app/main.py", "old_string": "return \"text\"", "new_string": "return 7"}),
+    )
+    .await;
+    assert!(introduced(&diagnostics).is_empty(), "{shown}");
+    assert_eq!(errors_now(&diagnostics, "app/main.py"), 0, "{diagnostics}");
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "app/main.py", "old_string": "return 7", "new_string": "return \"text\""}),
+    )
+    .await;
+    assert_eq!(introduced(&diagnostics), ["app/main.py:10"], "{shown}");
+
+    let patch = "--- a/app/a.py\n+++ b/app/a.py\n@@ -1,2 +1,2 @@\n def a() -> int:\n-    return 1\n+    return \"one\"\n--- a/app/b.py\n+++ b/app/b.py\n@@ -1,2 +1,2 @@\n def b() -> int:\n-    return 2\n+    return \"two\"\n";
+    let (shown, diagnostics) = write_call(&server, "apply_patch", json!({"patch": patch})).await;
+    assert_eq!(
+        introduced(&diagnostics),
+        ["app/a.py:2", "app/b.py:2"],
+        "{shown}"
+    );
+
+    let (shown, diagnostics) = write_call(
+        &server,
+        "edit",
+        json!({"path": "app/old.py", "old_string": "def old", "new_string": "# Old.\ndef old"}),
+    )
+    .await;
+    assert!(introduced(&diagnostics).is_empty(), "{shown}");
+    assert_eq!(errors_now(&diagnostics, "app/old.py"), 1, "{diagnostics}");
+}
+
+#[tokio::test]
+async fn lsp_6_files_no_usable_server_covers_cost_nothing() {
+    // A Python file with no project marker, and a server whose binary does not exist: no
+    // server starts, nothing is waited for, and the write's answer is all there is.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write_files(
+        &root,
+        &[
+            ("loose.py", "x = 1\n"),
+            ("fake.toml", ""),
+            (
+                "agent-tools.toml",
+                "[lsp.servers.fake]\ncommand = [\"no-such-language-server\"]\nextensions = [\"fake\"]\nmarkers = [\"fake.toml\"]\n",
+            ),
+        ],
+    );
+    let server = start(&root).await;
+    for (path, content) in [
+        ("loose.py", "x: int = \"not an int\"\n"),
+        ("code.fake", "anything\n"),
+        ("code.fake", "again\n"),
+    ] {
+        let (shown, diagnostics) =
+            write_call(&server, "write", json!({"path": path, "content": content})).await;
+        assert_eq!(diagnostics, Value::Null, "{shown}");
+        assert_eq!(shown.lines().count(), 1, "{shown}");
+    }
+    // Why is for `lsp status` to say, once.
+    let status = server.call("lsp", json!({"operation": "status"})).await;
+    let status = text(&status);
+    assert!(status.contains("no-such-language-server"), "{status}");
+}
+
+#[tokio::test]
+async fn lsp_6_a_write_that_cannot_settle_says_so() {
+    // A wait too short for any server: the write still happens, and its result says the
+    // file was not checked rather than reading as clean.
+    let installed = repo_root()
+        .join(".venv/bin/basedpyright-langserver")
+        .is_file();
+    if !available(
+        "basedpyright",
+        installed,
+        "python3 -m venv .venv && .venv/bin/pip install basedpyright",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write_files(&root, &[("pyproject.toml", "[project]\nname = \"cold\"\n")]);
+    std::fs::write(
+        root.join("agent-tools.toml"),
+        format!("{}\n[lsp.on_write]\ntimeout_seconds = 0\n", config(&root)),
+    )
+    .unwrap();
+    let server = start(&root).await;
+    let (shown, diagnostics) = write_call(
+        &server,
+        "write",
+        json!({"path": "main.py", "content": "x: int = \"text\"\n"}),
+    )
+    .await;
+    assert!(shown.starts_with("Created main.py"), "{shown}");
+    assert!(
+        shown.contains("\nNote: basedpyright was still starting after 0s")
+            || shown.contains("\nNote: basedpyright had not finished checking main.py after 0s"),
+        "{shown}"
+    );
+    assert_eq!(
+        diagnostics["notes"].as_array().unwrap().len(),
+        1,
+        "{diagnostics}"
+    );
+    assert!(
+        std::fs::read_to_string(root.join("main.py"))
+            .unwrap()
+            .contains("text")
+    );
+}

@@ -1,0 +1,58 @@
+//! What diagnostics on write (LSP-6) adds to the result of a tool that writes files.
+//!
+//! Every writing tool (`write`, `edit`, `apply_patch`, `lsp_rename`, `resolve`) carries an
+//! optional [`WriteDiagnostics`] in its structured output. The tool itself always leaves it
+//! out; the language-server family's wrapper fills it in after the write, so the field is part
+//! of each tool's output schema whether or not a server is bound to the run.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The language servers' verdict on the files a call wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WriteDiagnostics {
+    /// Diagnostics this call introduced (not reported before in this run), errors first;
+    /// warnings only when the run is configured to report them.
+    pub introduced: Vec<WrittenDiagnostic>,
+    /// Introduced diagnostics left out by the per-file cap.
+    pub omitted: usize,
+    /// Each checked file's state after the write, as its server reported it.
+    pub files: Vec<CheckedFile>,
+    /// Files whose server did not settle in time, and other things the reader must know.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One diagnostic a write introduced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WrittenDiagnostic {
+    /// The file, workspace-relative.
+    pub path: String,
+    /// 1-based line.
+    pub line: u32,
+    /// `error` or `warning`.
+    pub severity: String,
+    /// The server's code for it, e.g. `E0308` or `reportAttributeAccessIssue`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The message, on one line.
+    pub message: String,
+    /// The line's text as written, trimmed.
+    pub text: String,
+}
+
+/// A written file as its language server saw it once it settled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckedFile {
+    /// The file, workspace-relative.
+    pub path: String,
+    /// The server that checked it.
+    pub server: String,
+    /// Whether the server finished checking the written text within the wait; when false the
+    /// counts are what it had reported by then.
+    pub settled: bool,
+    /// Errors in the file now, old and new.
+    pub errors: usize,
+    /// Warnings in the file now, old and new.
+    pub warnings: usize,
+}
