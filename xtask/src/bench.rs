@@ -4,7 +4,9 @@ mod ast;
 mod diagnostics;
 pub(crate) mod lsp;
 
-use anyhow::bail;
+use std::process::Command;
+
+use anyhow::{Context, bail};
 
 pub(crate) fn run(what: &str) -> anyhow::Result<()> {
     match what {
@@ -13,4 +15,31 @@ pub(crate) fn run(what: &str) -> anyhow::Result<()> {
         "diagnostics" => diagnostics::run(),
         _ => bail!("unknown benchmark `{what}`: the benchmarks are ast, lsp and diagnostics"),
     }
+}
+
+/// In a debug build, runs `cargo xtask bench WHAT` again as a release build and returns its
+/// outcome; in a release build, `None` (go ahead and measure).
+pub(crate) fn in_release(what: &str) -> Option<anyhow::Result<()>> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "xtask",
+            "--",
+            "bench",
+            what,
+        ])
+        .current_dir(crate::project_root())
+        .status()
+        .context("cannot start the release build of xtask");
+    Some(match status {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(anyhow::anyhow!("the release benchmark failed ({status})")),
+        Err(error) => Err(error),
+    })
 }

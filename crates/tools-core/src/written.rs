@@ -14,7 +14,7 @@ pub struct WriteDiagnostics {
     /// Diagnostics this call introduced (not reported before in this run), errors first;
     /// warnings only when the run is configured to report them.
     pub introduced: Vec<WrittenDiagnostic>,
-    /// Introduced diagnostics left out by the per-file cap.
+    /// Introduced diagnostics left out by the per-file cap, over all files.
     pub omitted: usize,
     /// Each checked file's state after the write, as its server reported it.
     pub files: Vec<CheckedFile>,
@@ -55,4 +55,6 @@ pub struct CheckedFile {
     pub errors: usize,
     /// Warnings in the file now, old and new.
     pub warnings: usize,
+    /// Diagnostics this call introduced in the file beyond the per-file cap, not listed.
+    pub omitted: usize,
 }

@@ -40,7 +40,7 @@ use crate::lsp::{DiagnosticItem, render_diagnostic};
 use crate::position::lines;
 use crate::render::{code_text, one_line, plural, quote, severity_name};
 use crate::reported::Reported;
-use crate::servers::ServerSpec;
+use crate::servers::{Pull, ServerSpec};
 use crate::session::{Activity, Session};
 use crate::supervisor::LspSupervisor;
 
@@ -50,15 +50,16 @@ const WRAPPED: &[&str] = &["write", "edit", "apply_patch", "lsp_rename", "resolv
 /// How long a file stays quiet after its server's on-save check ended before it counts as
 /// settled: the check's last publish comes before its end, but a server may clear old
 /// findings just after it.
-const AFTER_CHECK_QUIET: Duration = Duration::from_millis(10);
+const AFTER_CHECK_QUIET: Duration = Duration::from_millis(5);
 
 /// The quiet period after a fresh publish from a server that neither answers pulls nor runs
 /// an on-save check (clangd, typescript-language-server publish a quick result, then more).
 const PUBLISH_QUIET: Duration = Duration::from_millis(150);
 
-/// How long a server that checks on save gets to begin its check before the wrapper stops
-/// expecting one (the file may be outside every crate, or checking may be off in the
-/// server's own config files).
+/// How long a server that checks on save gets, once it is ready, to begin its check before
+/// the wrapper stops expecting one (the file may be outside every crate, or checking may be
+/// off in the server's own config files). A server still loading its workspace defers the
+/// check until it has, so the time counts from readiness.
 const CHECK_START: Duration = Duration::from_secs(3);
 
 /// Diagnostics on write for one run: wraps the writing tools, holds the LSP-7 registry.
@@ -261,6 +262,7 @@ impl DiagnosticsOnWrite {
                 settled: outcome.settled,
                 errors: count(DiagnosticSeverity::ERROR),
                 warnings: count(DiagnosticSeverity::WARNING),
+                omitted: 0,
             });
             if !outcome.settled {
                 report.notes.push(format!(
@@ -301,6 +303,9 @@ impl DiagnosticsOnWrite {
             });
             let shown = listed.len().min(self.config.per_file);
             report.omitted += listed.len() - shown;
+            if let Some(file) = report.files.last_mut() {
+                file.omitted = listed.len() - shown;
+            }
             let text_lines = lines(&outcome.text);
             for diagnostic in listed.into_iter().take(shown) {
                 let line = diagnostic.range.start.line;
@@ -418,7 +423,7 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         settled: false,
         text,
     };
-    if session.spec.pull_diagnostics {
+    if session.spec.pull != Pull::None {
         let _ = tokio::time::timeout_at(deadline, session.wait_ready()).await;
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
@@ -434,7 +439,8 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
     }
     // An unsaved text gets no check; the findings of the last one stand beside it.
     let expects_check = session.spec.check_progress.is_some() && sent.saved_at.is_some();
-    let check_grace_end = sent.saved_at.unwrap_or_else(Instant::now) + CHECK_START.min(bound);
+    let grace = CHECK_START.min(bound);
+    let mut check_grace_end: Option<Instant> = None;
     let mut changes = shared.subscribe();
     // The server has answered for this text.
     let quiet = loop {
@@ -444,13 +450,17 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
                     .version
                     .is_none_or(|version| version >= sent.version)
         });
+        let ready = session.activity() == Activity::Ready;
+        if ready && check_grace_end.is_none() {
+            check_grace_end = Some(Instant::now() + grace);
+        }
         let done = if expects_check {
             let (begun, running) = shared.checks();
             // Its own analysis (published once it is quiescent) belongs to the answer too.
-            if begun > sent.checks_before && !running && session.activity() == Activity::Ready {
+            if begun > sent.checks_before && !running && ready {
                 Some(AFTER_CHECK_QUIET)
             } else if begun == sent.checks_before
-                && Instant::now() >= check_grace_end
+                && check_grace_end.is_some_and(|end| Instant::now() >= end)
                 && (fresh || !sent.changed)
             {
                 // No check began: the file is outside every crate, or checking is off.
@@ -471,9 +481,9 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
             return unsettled(sent.text);
         }
         // Wake for every message the server sends, and when the check-start grace ends.
-        let wake = match expects_check && now < check_grace_end {
-            true => check_grace_end.min(deadline),
-            false => deadline,
+        let wake = match check_grace_end {
+            Some(end) if expects_check && now < end => end.min(deadline),
+            _ => deadline,
         };
         let _ = tokio::time::timeout_at(wake, changes.changed()).await;
     };
@@ -551,7 +561,7 @@ fn append(result: &mut ToolResult, report: WriteDiagnostics) {
             plural(report.introduced.len() + report.omitted, "new diagnostic"),
             plural(files.len(), "file")
         ));
-        for diagnostic in &report.introduced {
+        for (index, diagnostic) in report.introduced.iter().enumerate() {
             text.push('\n');
             text.push_str(&render_diagnostic(&DiagnosticItem {
                 path: diagnostic.path.clone(),
@@ -563,13 +573,23 @@ fn append(result: &mut ToolResult, report: WriteDiagnostics) {
             if !diagnostic.text.is_empty() {
                 text.push_str(&format!("\n    {}", diagnostic.text));
             }
-        }
-        if report.omitted > 0 {
-            text.push_str(&format!(
-                "\n({} more not listed; call `lsp` with operation `diagnostics` on the file for \
-                 all of them)",
-                report.omitted
-            ));
+            // After a file's last listed diagnostic, what its cap left out.
+            let last_of_file = report
+                .introduced
+                .get(index + 1)
+                .is_none_or(|next| next.path != diagnostic.path);
+            let omitted = report
+                .files
+                .iter()
+                .find(|file| file.path == diagnostic.path)
+                .map_or(0, |file| file.omitted);
+            if last_of_file && omitted > 0 {
+                text.push_str(&format!(
+                    "\n({omitted} more in {} not listed; call `lsp` with operation \
+                     `diagnostics` on it for all of them)",
+                    diagnostic.path
+                ));
+            }
         }
     }
     for note in &report.notes {

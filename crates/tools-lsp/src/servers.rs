@@ -36,10 +36,9 @@ pub(crate) struct ServerSpec {
     /// own watcher when the client offers none); for the others the session scans the root
     /// before each request and reports what changed.
     pub(crate) watches_files: bool,
-    /// Whether a file's diagnostics are asked for (`textDocument/diagnostic`) rather than
-    /// taken from the last publish. basedpyright answers pulls without advertising them,
-    /// and a pull answers for the text just sent, with no guessing about publish timing.
-    pub(crate) pull_diagnostics: bool,
+    /// Whether a file's diagnostics are asked for rather than taken from the last publish:
+    /// an answer is about the text just sent, with no guessing about publish timing.
+    pub(crate) pull: Pull,
     /// The progress-token prefix of the check the server runs when a file is saved
     /// (rust-analyzer's `cargo check`, its "flycheck"): diagnostics on write waits for that
     /// check to end, since until then the server's publishes carry the previous check's
@@ -47,6 +46,20 @@ pub(crate) struct ServerSpec {
     pub(crate) check_progress: Option<String>,
     /// What to tell someone whose machine lacks the binary.
     pub(crate) install_hint: String,
+}
+
+/// How a file's diagnostics can be asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pull {
+    /// They cannot: the server publishes them when it likes.
+    None,
+    /// `textDocument/diagnostic` (basedpyright answers it without advertising it).
+    Lsp,
+    /// typescript-language-server's `typescript.tsserverRequest` command, with tsserver's
+    /// own `syntacticDiagnosticsSync` and `semanticDiagnosticsSync`: its publishes come in
+    /// passes (syntax first, types later, nothing when a pass finds what it found before),
+    /// so no publish says it is the last.
+    TsServer,
 }
 
 /// Which ancestor holding a marker is the project root.
@@ -161,7 +174,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: Some(json!({ "rust-analyzer": rust_analyzer_settings() })),
             readiness: Readiness::ServerStatus,
             watches_files: true,
-            pull_diagnostics: false,
+            pull: Pull::None,
             check_progress: Some("rust-analyzer/flycheck".into()),
             install_hint: "install it with `rustup component add rust-analyzer`".into(),
         },
@@ -208,7 +221,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: None,
             readiness: Readiness::FirstIdle,
             watches_files: false,
-            pull_diagnostics: true,
+            pull: Pull::Lsp,
             check_progress: None,
             install_hint:
                 "install it into the project's virtualenv with `pip install basedpyright` \
@@ -242,7 +255,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: None,
             readiness: Readiness::FirstIdle,
             watches_files: false,
-            pull_diagnostics: false,
+            pull: Pull::TsServer,
             check_progress: None,
             install_hint: "install it with `npm install -g typescript-language-server typescript` \
                            (or into the project's node_modules)"
@@ -283,7 +296,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             // waiting for that index would stall every hover on a large project.
             readiness: Readiness::Immediate,
             watches_files: false,
-            pull_diagnostics: false,
+            pull: Pull::None,
             check_progress: None,
             install_hint: "install clangd from your distribution (e.g. `apt-get install clangd`)"
                 .into(),
@@ -306,7 +319,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: None,
             readiness: Readiness::FirstIdle,
             watches_files: false,
-            pull_diagnostics: false,
+            pull: Pull::None,
             check_progress: None,
             install_hint: "install it with `go install golang.org/x/tools/gopls@latest`".into(),
         },
@@ -325,7 +338,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: None,
             readiness: Readiness::FirstIdle,
             watches_files: false,
-            pull_diagnostics: false,
+            pull: Pull::None,
             check_progress: None,
             install_hint: "install the Dart or Flutter SDK so that `dart` is on PATH".into(),
         },
@@ -462,7 +475,7 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
         settings: None,
         readiness: Readiness::FirstIdle,
         watches_files: false,
-        pull_diagnostics: false,
+        pull: Pull::None,
         check_progress: None,
         install_hint: format!("install it, or fix [lsp.servers.{name}] command in the config"),
     };

@@ -13,21 +13,24 @@ use async_lsp::lsp_types::notification::{
     DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
     DidSaveTextDocument, Exit, Initialized,
 };
-use async_lsp::lsp_types::request::{DocumentDiagnosticRequest, Initialize, Request, Shutdown};
+use async_lsp::lsp_types::request::{
+    DocumentDiagnosticRequest, ExecuteCommand, Initialize, Request, Shutdown,
+};
 use async_lsp::lsp_types::{
-    ClientCapabilities, ClientInfo, Diagnostic, DidChangeTextDocumentParams,
+    ClientCapabilities, ClientInfo, Diagnostic, DiagnosticSeverity, DidChangeTextDocumentParams,
     DidChangeWatchedFilesParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
     DidSaveTextDocumentParams, DocumentDiagnosticParams, DocumentDiagnosticReport,
-    DocumentDiagnosticReportResult, FileChangeType, FileEvent, InitializeParams, InitializedParams,
-    ServerCapabilities, TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
-    Url, VersionedTextDocumentIdentifier, WorkspaceFolder,
+    DocumentDiagnosticReportResult, ExecuteCommandParams, FileChangeType, FileEvent,
+    InitializeParams, InitializedParams, NumberOrString, Position, Range, ServerCapabilities,
+    TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem, Url,
+    VersionedTextDocumentIdentifier, WorkspaceFolder,
 };
 use serde_json::json;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::client::{Connection, RequestError, Shared};
 use crate::position::Encoding;
-use crate::servers::{Readiness, ServerSpec};
+use crate::servers::{Pull, Readiness, ServerSpec};
 use crate::transport::{ProcessGroup, StderrTail};
 use crate::{Error, Result};
 
@@ -655,8 +658,9 @@ impl Session {
         }
     }
 
-    /// The file's diagnostics, asked for (`textDocument/diagnostic`), from a server the table
-    /// says answers such pulls; `None` when it does not, or answers with nothing usable.
+    /// The file's diagnostics, asked for, from a server the table says answers such asks
+    /// ([`Pull`]); `None` when it does not, or answers with nothing usable (the caller then
+    /// reads publishes).
     pub(crate) async fn pull_diagnostics(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
         self.pull_within(uri, self.request_timeout).await
     }
@@ -667,9 +671,21 @@ impl Session {
         uri: &Url,
         timeout: Duration,
     ) -> Option<Vec<Diagnostic>> {
-        if !self.spec.pull_diagnostics {
-            return None;
+        let pulled = match self.spec.pull {
+            Pull::None => return None,
+            Pull::Lsp => self.pull_lsp(uri, timeout).await,
+            Pull::TsServer => self.pull_tsserver(uri, timeout).await,
+        };
+        match pulled {
+            Ok(diagnostics) => diagnostics,
+            Err(error) => {
+                tracing::debug!(server = %self.spec.name, %error, "pulling diagnostics failed; using publishes");
+                None
+            }
         }
+    }
+
+    async fn pull_lsp(&self, uri: &Url, timeout: Duration) -> Result<Option<Vec<Diagnostic>>> {
         let answer = self
             .request_within::<DocumentDiagnosticRequest>(
                 DocumentDiagnosticParams {
@@ -681,17 +697,40 @@ impl Session {
                 },
                 timeout,
             )
-            .await;
-        match answer {
-            Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(full))) => {
+            .await?;
+        Ok(match answer {
+            DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(full)) => {
                 Some(full.full_document_diagnostic_report.items)
             }
-            Ok(_) => None,
-            Err(error) => {
-                tracing::debug!(server = %self.spec.name, %error, "pulling diagnostics failed; using publishes");
-                None
-            }
+            _ => None,
+        })
+    }
+
+    /// tsserver's syntactic and semantic diagnostics of an open file, through
+    /// typescript-language-server's pass-through command.
+    async fn pull_tsserver(&self, uri: &Url, timeout: Duration) -> Result<Option<Vec<Diagnostic>>> {
+        let mut diagnostics = Vec::new();
+        for command in ["syntacticDiagnosticsSync", "semanticDiagnosticsSync"] {
+            let answer = self
+                .request_within::<ExecuteCommand>(
+                    ExecuteCommandParams {
+                        command: "typescript.tsserverRequest".into(),
+                        arguments: vec![json!(command), json!({ "file": uri })],
+                        work_done_progress_params: Default::default(),
+                    },
+                    timeout,
+                )
+                .await?;
+            let Some(body) = answer.as_ref().and_then(|answer| {
+                (answer.get("success") == Some(&json!(true)))
+                    .then(|| answer.get("body")?.as_array())
+                    .flatten()
+            }) else {
+                return Ok(None);
+            };
+            diagnostics.extend(body.iter().filter_map(tsserver_diagnostic));
         }
+        Ok(Some(diagnostics))
     }
 
     /// Stops the server politely (`shutdown`, `exit`), then kills its process group.
@@ -780,6 +819,38 @@ fn trusted(sent: Option<(SystemTime, u64)>, now: Option<(SystemTime, u64)>) -> b
     }
 }
 
+/// One tsserver diagnostic (`{start: {line, offset}, end, text, code, category}`, 1-based)
+/// as an LSP one; columns count UTF-16 units, which only matters to callers that read them.
+fn tsserver_diagnostic(item: &serde_json::Value) -> Option<Diagnostic> {
+    let position = |key: &str| {
+        let at = item.get(key)?;
+        let line = at.get("line")?.as_u64()?.checked_sub(1)?;
+        let offset = at.get("offset")?.as_u64()?.saturating_sub(1);
+        Some(Position::new(
+            u32::try_from(line).ok()?,
+            u32::try_from(offset).ok()?,
+        ))
+    };
+    let start = position("start")?;
+    Some(Diagnostic {
+        range: Range::new(start, position("end").unwrap_or(start)),
+        severity: Some(match item.get("category").and_then(|c| c.as_str()) {
+            Some("error") => DiagnosticSeverity::ERROR,
+            Some("warning") => DiagnosticSeverity::WARNING,
+            Some("suggestion") => DiagnosticSeverity::HINT,
+            _ => DiagnosticSeverity::INFORMATION,
+        }),
+        code: item
+            .get("code")
+            .and_then(|code| code.as_i64())
+            .and_then(|code| i32::try_from(code).ok())
+            .map(NumberOrString::Number),
+        source: Some("ts".into()),
+        message: item.get("text")?.as_str()?.to_owned(),
+        ..Diagnostic::default()
+    })
+}
+
 /// What we tell the server about ourselves: UTF-8 positions first, progress, rust-analyzer's
 /// status notification, hierarchical symbols, link locations, code-action literals, rename
 /// with prepare, and workspace edits with resource operations. File watching is left to the
@@ -837,7 +908,7 @@ fn client_capabilities(pull_diagnostics: bool) -> serde_json::Result<ClientCapab
 
 fn initialize_params(session: &Session, root_uri: Url, root_name: String) -> InitializeParams {
     // A unit test proves the capabilities decode; the default is never reached.
-    let capabilities = client_capabilities(session.spec.pull_diagnostics).unwrap_or_default();
+    let capabilities = client_capabilities(session.spec.pull == Pull::Lsp).unwrap_or_default();
     #[allow(deprecated)]
     InitializeParams {
         process_id: Some(std::process::id()),
@@ -900,6 +971,27 @@ mod tests {
                 .dynamic_registration,
             Some(false)
         );
+    }
+
+    #[test]
+    fn lsp_5_tsserver_diagnostics_become_lsp_ones() {
+        let item = json!({
+            "start": {"line": 1, "offset": 14}, "end": {"line": 1, "offset": 20},
+            "text": "Type 'string' is not assignable to type 'number'.",
+            "code": 2322, "category": "error"
+        });
+        let diagnostic = tsserver_diagnostic(&item).unwrap();
+        assert_eq!(diagnostic.range.start, Position::new(0, 13));
+        assert_eq!(diagnostic.range.end, Position::new(0, 19));
+        assert_eq!(diagnostic.severity, Some(DiagnosticSeverity::ERROR));
+        assert_eq!(diagnostic.code, Some(NumberOrString::Number(2322)));
+        let suggestion =
+            json!({"start": {"line": 3, "offset": 1}, "text": "unused", "category": "suggestion"});
+        assert_eq!(
+            tsserver_diagnostic(&suggestion).unwrap().severity,
+            Some(DiagnosticSeverity::HINT)
+        );
+        assert!(tsserver_diagnostic(&json!({"text": "no position"})).is_none());
     }
 
     #[test]

@@ -91,27 +91,9 @@ const CASES: &[Case] = &[
 ];
 
 pub(crate) fn run() -> anyhow::Result<()> {
-    let what = "ast";
-    if cfg!(debug_assertions) {
-        // Timing an unoptimised engine says nothing: run the release build of this command.
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "run",
-                "--release",
-                "--quiet",
-                "-p",
-                "xtask",
-                "--",
-                "bench",
-                what,
-            ])
-            .current_dir(crate::project_root())
-            .status()
-            .context("cannot start the release build of xtask")?;
-        if !status.success() {
-            bail!("the release benchmark failed ({status})");
-        }
-        return Ok(());
+    // Timing an unoptimised engine says nothing: run the release build of this command.
+    if let Some(outcome) = super::in_release("ast") {
+        return outcome;
     }
     let root = crate::project_root();
     let corpus = root.join("bench-corpus");

@@ -275,6 +275,25 @@ async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
     .await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
     assert_eq!(errors_now(&diagnostics, "app/old.py"), 1, "{diagnostics}");
+
+    // At most 10 per file are listed; the rest are counted, per file.
+    let many: String = (1..=12).map(|n| format!("v{n}: int = \"{n}\"\n")).collect();
+    let (shown, diagnostics) = write_call(
+        &server,
+        "write",
+        json!({"path": "app/many.py", "content": many}),
+    )
+    .await;
+    assert_eq!(introduced(&diagnostics).len(), 10, "{shown}");
+    assert_eq!(diagnostics["omitted"], 2, "{diagnostics}");
+    assert!(
+        shown.contains("This write introduced 12 new diagnostics in 1 file:"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("\n(2 more in app/many.py not listed;"),
+        "{shown}"
+    );
 }
 
 #[tokio::test]
