@@ -28,6 +28,45 @@ pub(crate) fn available(name: &str, installed: bool, install: &str) -> bool {
     false
 }
 
+/// Whether rust-analyzer runs here (said loudly when not; fails under `CI=true`).
+pub(crate) fn rust_analyzer_available() -> bool {
+    let installed = std::process::Command::new("rustup")
+        .args(["which", "rust-analyzer"])
+        .current_dir(repo_root())
+        .output()
+        .is_ok_and(|out| out.status.success());
+    available(
+        "rust-analyzer",
+        installed,
+        "rustup component add rust-analyzer rust-src",
+    )
+}
+
+/// Whether the test command's basedpyright is installed (as above).
+pub(crate) fn basedpyright_available() -> bool {
+    let installed = repo_root()
+        .join(".venv/bin/basedpyright-langserver")
+        .is_file();
+    available(
+        "basedpyright",
+        installed,
+        "python3 -m venv .venv && .venv/bin/pip install basedpyright",
+    )
+}
+
+/// An empty temp folder (and its canonical path) with this workspace's toolchain pin, for a
+/// Rust fixture.
+pub(crate) fn rust_project() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::copy(
+        repo_root().join("rust-toolchain.toml"),
+        root.join("rust-toolchain.toml"),
+    )
+    .unwrap();
+    (dir, root)
+}
+
 pub(crate) fn write_files(root: &Path, files: &[(&str, &str)]) {
     for (path, text) in files {
         let full = root.join(path);
@@ -98,25 +137,10 @@ async fn lsp_1_the_tools_are_listed_with_their_tiers() {
 
 #[tokio::test]
 async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
-    let installed = std::process::Command::new("rustup")
-        .args(["which", "rust-analyzer"])
-        .current_dir(repo_root())
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !available(
-        "rust-analyzer",
-        installed,
-        "rustup component add rust-analyzer rust-src",
-    ) {
+    if !rust_analyzer_available() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    std::fs::copy(
-        repo_root().join("rust-toolchain.toml"),
-        root.join("rust-toolchain.toml"),
-    )
-    .unwrap();
+    let (_dir, root) = rust_project();
     write_files(
         &root,
         &[
@@ -235,14 +259,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
 
 #[tokio::test]
 async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
-    let installed = repo_root()
-        .join(".venv/bin/basedpyright-langserver")
-        .is_file();
-    if !available(
-        "basedpyright",
-        installed,
-        "python3 -m venv .venv && .venv/bin/pip install basedpyright",
-    ) {
+    if !basedpyright_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

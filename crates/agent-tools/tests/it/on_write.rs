@@ -6,7 +6,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::lsp::{available, config, repo_root, start, write_files};
+use crate::lsp::{
+    basedpyright_available, config, rust_analyzer_available, rust_project, start, write_files,
+};
 use crate::support::{Server, is_error, text};
 
 /// Calls a writing tool, which must succeed; returns its text and its `diagnostics` object
@@ -20,6 +22,16 @@ async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, V
         .clone()
         .unwrap_or_else(|| panic!("{tool} returned no structured content: {shown}"));
     (shown, structured["diagnostics"].clone())
+}
+
+/// `edit` replacing `old` with `new` in `path`.
+async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (String, Value) {
+    write_call(
+        server,
+        "edit",
+        json!({"path": path, "old_string": old, "new_string": new}),
+    )
+    .await
 }
 
 /// The `path:LINE` of each introduced diagnostic.
@@ -56,25 +68,10 @@ const RUST_LIB: &str = "mod old;\npub mod a;\npub mod b;\n\npub fn add(left: u32
 
 #[tokio::test]
 async fn lsp_6_rust_writes_report_exactly_what_they_introduced() {
-    let installed = std::process::Command::new("rustup")
-        .args(["which", "rust-analyzer"])
-        .current_dir(repo_root())
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !available(
-        "rust-analyzer",
-        installed,
-        "rustup component add rust-analyzer rust-src",
-    ) {
+    if !rust_analyzer_available() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    std::fs::copy(
-        repo_root().join("rust-toolchain.toml"),
-        root.join("rust-toolchain.toml"),
-    )
-    .unwrap();
+    let (_dir, root) = rust_project();
     write_files(
         &root,
         &[
@@ -109,43 +106,29 @@ async fn lsp_6_rust_writes_report_exactly_what_they_introduced() {
     );
 
     // LSP-7: an unrelated edit in the same file does not report it again.
-    let (shown, diagnostics) = write_call(
-        &server,
-        "edit",
-        json!({"path": "src/lib.rs", "old_string": "left + right", "new_string": "right + left"}),
-    )
-    .await;
+    let (shown, diagnostics) = edit(&server, "src/lib.rs", "left + right", "right + left").await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
     assert!(!shown.contains("E0308"), "{shown}");
     assert!(errors_now(&diagnostics, "src/lib.rs") >= 1, "{diagnostics}");
 
     // LSP-7: four lines inserted above it move it, and a moved error is not new.
-    let (shown, diagnostics) = write_call(
+    let (shown, diagnostics) = edit(
         &server,
-        "edit",
-        json!({"path": "src/lib.rs", "old_string": "pub fn broken", "new_string": "// one\n// two\n// three\n// four\npub fn broken"}),
+        "src/lib.rs",
+        "pub fn broken",
+        "// one\n// two\n// three\n// four\npub fn broken",
     )
     .await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
 
     // A fix settles on the fixed text: rust-analyzer's first publish for it still carries
     // the previous `cargo check` error, and that stale publish must not be the answer.
-    let (shown, diagnostics) = write_call(
-        &server,
-        "edit",
-        json!({"path": "src/lib.rs", "old_string": "\"text\"", "new_string": "7"}),
-    )
-    .await;
+    let (shown, diagnostics) = edit(&server, "src/lib.rs", "\"text\"", "7").await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
     assert_eq!(errors_now(&diagnostics, "src/lib.rs"), 0, "{diagnostics}");
 
     // LSP-7: fixed and then reintroduced, it is reported again.
-    let (shown, diagnostics) = write_call(
-        &server,
-        "edit",
-        json!({"path": "src/lib.rs", "old_string": "    7\n", "new_string": "    \"text\"\n"}),
-    )
-    .await;
+    let (shown, diagnostics) = edit(&server, "src/lib.rs", "    7\n", "    \"text\"\n").await;
     assert_eq!(introduced(&diagnostics), ["src/lib.rs:14"], "{shown}");
 
     // An apply_patch touching two files reports each file's new errors.
@@ -159,12 +142,8 @@ async fn lsp_6_rust_writes_report_exactly_what_they_introduced() {
     assert!(shown.contains("in 2 files"), "{shown}");
 
     // An edit in a file with an error from before the run reports nothing about it.
-    let (shown, diagnostics) = write_call(
-        &server,
-        "edit",
-        json!({"path": "src/old.rs", "old_string": "pub fn old", "new_string": "/// Old.\npub fn old"}),
-    )
-    .await;
+    let (shown, diagnostics) =
+        edit(&server, "src/old.rs", "pub fn old", "/// Old.\npub fn old").await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
     assert!(errors_now(&diagnostics, "src/old.rs") >= 1, "{diagnostics}");
 
@@ -181,14 +160,7 @@ async fn lsp_6_rust_writes_report_exactly_what_they_introduced() {
 
 #[tokio::test]
 async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
-    let installed = repo_root()
-        .join(".venv/bin/basedpyright-langserver")
-        .is_file();
-    if !available(
-        "basedpyright",
-        installed,
-        "python3 -m venv .venv && .venv/bin/pip install basedpyright",
-    ) {
+    if !basedpyright_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -209,6 +181,11 @@ async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
             ("app/old.py", "def old() -> int:\n    return \"old\"\n"),
             ("app/a.py", "def a() -> int:\n    return 1\n"),
             ("app/b.py", "def b() -> int:\n    return 2\n"),
+            // An error from before the run, in a file only `resolve` will write.
+            (
+                "app/c.py",
+                "def c() -> int:\n    return 3\n\n\ndef c_old() -> int:\n    return \"old\"\n",
+            ),
         ],
     );
     std::fs::write(root.join("agent-tools.toml"), on_write_config(&root)).unwrap();
@@ -227,36 +204,22 @@ async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
     );
 
     // Unrelated edit, then four lines above: nothing new.
-    let (shown, diagnostics) = write_call(
-        &server,
-        "edit",
-        json!({"path": "app/main.py", "old_string": "left + right", "new_string": "right + left"}),
-    )
-    .await;
+    let (shown, diagnostics) = edit(&server, "app/main.py", "left + right", "right + left").await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
-    let (shown, diagnostics) = write_call(
+    let (shown, diagnostics) = edit(
         &server,
-        "edit",
-        json!({"path": "app/main.py", "old_string": "def broken", "new_string": "# one\n# two\n# three\n# four\ndef broken"}),
+        "app/main.py",
+        "def broken",
+        "# one\n# two\n# three\n# four\ndef broken",
     )
     .await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
 
     // Fixed: nothing, and the file is clean; reintroduced: reported again.
-    let (shown, diagnostics) = write_call(
-        &server,
-        "edit",
-        json!({"path": "app/main.py", "old_string": "return \"text\"", "new_string": "return 7"}),
-    )
-    .await;
+    let (shown, diagnostics) = edit(&server, "app/main.py", "return \"text\"", "return 7").await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
     assert_eq!(errors_now(&diagnostics, "app/main.py"), 0, "{diagnostics}");
-    let (shown, diagnostics) = write_call(
-        &server,
-        "edit",
-        json!({"path": "app/main.py", "old_string": "return 7", "new_string": "return \"text\""}),
-    )
-    .await;
+    let (shown, diagnostics) = edit(&server, "app/main.py", "return 7", "return \"text\"").await;
     assert_eq!(introduced(&diagnostics), ["app/main.py:10"], "{shown}");
 
     let patch = "--- a/app/a.py\n+++ b/app/a.py\n@@ -1,2 +1,2 @@\n def a() -> int:\n-    return 1\n+    return \"one\"\n--- a/app/b.py\n+++ b/app/b.py\n@@ -1,2 +1,2 @@\n def b() -> int:\n-    return 2\n+    return \"two\"\n";
@@ -267,12 +230,28 @@ async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
         "{shown}"
     );
 
+    // `resolve` names no file: the baseline of a file it writes is the text it had, so
+    // the old error in it is not reported and the new one is.
+    let staged = server
+        .call(
+            "ast_edit",
+            json!({"pattern": "return 3", "rewrite": "return \"three\"", "path": "app/c.py"}),
+        )
+        .await;
+    assert!(!is_error(&staged), "{}", text(&staged));
+    let edit_id = staged.structured_content.as_ref().unwrap()["edit_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let (shown, diagnostics) = write_call(
         &server,
-        "edit",
-        json!({"path": "app/old.py", "old_string": "def old", "new_string": "# Old.\ndef old"}),
+        "resolve",
+        json!({"edit_id": edit_id, "action": "accept"}),
     )
     .await;
+    assert_eq!(introduced(&diagnostics), ["app/c.py:2"], "{shown}");
+
+    let (shown, diagnostics) = edit(&server, "app/old.py", "def old", "# Old.\ndef old").await;
     assert!(introduced(&diagnostics).is_empty(), "{shown}");
     assert_eq!(errors_now(&diagnostics, "app/old.py"), 1, "{diagnostics}");
 
@@ -334,14 +313,7 @@ async fn lsp_6_files_no_usable_server_covers_cost_nothing() {
 async fn lsp_6_a_write_that_cannot_settle_says_so() {
     // A wait too short for any server: the write still happens, and its result says the
     // file was not checked rather than reading as clean.
-    let installed = repo_root()
-        .join(".venv/bin/basedpyright-langserver")
-        .is_file();
-    if !available(
-        "basedpyright",
-        installed,
-        "python3 -m venv .venv && .venv/bin/pip install basedpyright",
-    ) {
+    if !basedpyright_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
