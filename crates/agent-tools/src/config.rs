@@ -154,6 +154,28 @@ mod tests {
     }
 
     #[test]
+    fn lsp_6_the_on_write_table_is_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[lsp.on_write]\ntimeout_seconds = 2.5\nwarnings = true\nper_file = 3\n",
+        )
+        .unwrap();
+        let (config, _) = Config::load(dir.path(), None).unwrap();
+        assert!(config.lsp.on_write.enabled);
+        assert_eq!(config.lsp.on_write.timeout_seconds, 2.5);
+        assert!(config.lsp.on_write.warnings);
+        assert_eq!(config.lsp.on_write.per_file, 3);
+        let mut bad = config.lsp.clone();
+        bad.on_write.timeout_seconds = -1.0;
+        let error = bad.validate().unwrap_err().to_string();
+        assert!(
+            error.starts_with("[lsp.on_write] timeout_seconds in the config: -1 is not"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn prod_6_unknown_keys_are_errors_that_name_them() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(CONFIG_FILE), "aproval = \"allow\"\n").unwrap();

@@ -267,6 +267,7 @@ impl Shared {
                     Some("begin") | Some("report") => self.update(|state| {
                         if is_check && value.get("kind").and_then(Value::as_str) == Some("begin") {
                             state.checks_begun += 1;
+                            tracing::debug!(%token, begun = state.checks_begun, "check began");
                         }
                         let entry = state.progress.entry(token).or_default();
                         if let Some(title) = text("title") {
@@ -280,6 +281,9 @@ impl Shared {
                         }
                     }),
                     Some("end") => self.update(|state| {
+                        if is_check {
+                            tracing::debug!(%token, "check ended");
+                        }
                         state.progress.remove(&token);
                         state.last_progress_end = Some(Instant::now());
                     }),
@@ -334,6 +338,7 @@ impl Shared {
                     .get("version")
                     .and_then(Value::as_i64)
                     .and_then(|v| i32::try_from(v).ok());
+                tracing::debug!(%uri, ?version, count = diagnostics.len(), "diagnostics published");
                 self.update(|state| {
                     let entry = state.diagnostics.entry(uri).or_default();
                     entry.count += 1;

@@ -25,6 +25,7 @@ use crate::position::{Target, lines};
 use crate::render::{
     Place, Quoter, capped_note, code_text, hover_text, kind_name, one_line, plural, severity_name,
 };
+use crate::servers::Pull;
 use crate::supervisor::{LspSupervisor, Opened, ServerReport};
 
 /// Caps of LSP-5.
@@ -1040,7 +1041,17 @@ impl Lsp {
 async fn current_diagnostics(opened: &Opened, wait: Duration) -> (Vec<Diagnostic>, Option<String>) {
     let session = &opened.session;
     let uri = &opened.synced.uri;
-    if let Some(diagnostics) = session.pull_diagnostics(uri).await {
+    if let Some(mut diagnostics) = session.pull_diagnostics(uri).await {
+        if session.spec.pull == Pull::Analysis {
+            // What its last on-save check found comes as publishes.
+            diagnostics.extend(
+                session
+                    .shared
+                    .published(uri)
+                    .map(|published| published.diagnostics)
+                    .unwrap_or_default(),
+            );
+        }
         return (diagnostics, None);
     }
     let mut note = None;

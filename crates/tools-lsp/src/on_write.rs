@@ -4,11 +4,13 @@
 //! from before — and appends the ones the write introduced (LSP-7) to the tool's own result.
 //!
 //! "Fresh" is decided per server, with no fixed sleeps:
-//! - a server that answers pulls (basedpyright) is asked after the sync; the answer is about
-//!   the text just sent;
+//! - a server that answers pulls (basedpyright; typescript-language-server through tsserver)
+//!   is asked after the sync; the answer is about the text just sent;
 //! - a server that checks on save (rust-analyzer's `cargo check`) is done when a check that
 //!   began after our save has ended: until then its publishes still carry the previous
-//!   check's findings, even when they name the new document version;
+//!   check's findings, even when they name the new document version. rust-analyzer's own
+//!   analysis is then pulled for the text just sent: published, it may come after the check
+//!   ended, or be skipped for a version a newer one replaced;
 //! - any other server is done at the first publish after the sync whose version (when the
 //!   server echoes one) is the synced one, followed by a short quiet period, since several
 //!   servers publish a quick result first and a full one soon after.
@@ -17,8 +19,10 @@
 //! did not settle by then gets a one-line note, so silence never reads as a clean file.
 //!
 //! The baseline of LSP-7 — what a file had before the run's first write to it — is taken
-//! before the tool runs, for the files its arguments name, by the same sync-save-wait on the
-//! text still on disk; the first write to each file pays for that check once.
+//! before the tool runs for the files its arguments name, by the same sync-save-wait on the
+//! text still on disk (the first write to each file pays for that check once); files the
+//! arguments do not name (a rename's other files, a resolved edit's) get it after the tool
+//! ran, from the text the tool says they had, sent unsaved.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -55,6 +59,10 @@ const AFTER_CHECK_QUIET: Duration = Duration::from_millis(5);
 /// The quiet period after a fresh publish from a server that neither answers pulls nor runs
 /// an on-save check (clangd, typescript-language-server publish a quick result, then more).
 const PUBLISH_QUIET: Duration = Duration::from_millis(150);
+
+/// The least time a pull of a server's own analysis gets after its check ended, even at the
+/// deadline: the check is the slow part, and its findings are in.
+const MIN_PULL: Duration = Duration::from_secs(2);
 
 /// How long a server that checks on save gets, once it is ready, to begin its check before
 /// the wrapper stops expecting one (the file may be outside every crate, or checking may be
@@ -118,13 +126,7 @@ impl DiagnosticsOnWrite {
             let (targets, _) = self.targets(workspace, &named, deadline).await;
             let targets: Vec<&Target> = targets.iter().collect();
             let outcomes = settle_all(&targets, None, deadline, self.config.timeout()).await;
-            let mut reported = self.reported();
-            // A baseline that did not settle is not taken; the next write tries again.
-            for (target, outcome) in targets.iter().zip(outcomes) {
-                if outcome.settled {
-                    reported.baseline(&target.path, &outcome.diagnostics);
-                }
-            }
+            self.take_baselines(&targets, outcomes);
         }
 
         let mut result = next().await;
@@ -153,12 +155,7 @@ impl DiagnosticsOnWrite {
         if !unknown.is_empty() {
             let outcomes =
                 settle_all(&unknown, Some(&previous), deadline, self.config.timeout()).await;
-            let mut reported = self.reported();
-            for (target, outcome) in unknown.iter().zip(outcomes) {
-                if outcome.settled {
-                    reported.baseline(&target.path, &outcome.diagnostics);
-                }
-            }
+            self.take_baselines(&unknown, outcomes);
         }
         let all: Vec<&Target> = targets.iter().collect();
         let outcomes = settle_all(&all, None, deadline, self.config.timeout()).await;
@@ -166,6 +163,17 @@ impl DiagnosticsOnWrite {
         report.notes.extend(notes);
         append(&mut result, report);
         result
+    }
+
+    /// Records what each file had before the write. A baseline that did not settle is not
+    /// taken; the next write tries again.
+    fn take_baselines(&self, targets: &[&Target], outcomes: Vec<Outcome>) {
+        let mut reported = self.reported();
+        for (target, outcome) in targets.iter().zip(outcomes) {
+            if outcome.settled {
+                reported.baseline(&target.path, &outcome.diagnostics);
+            }
+        }
     }
 
     /// The files among `paths` that a usable server covers, with their sessions (started
@@ -423,7 +431,8 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         settled: false,
         text,
     };
-    if session.spec.pull != Pull::None {
+    let pull = session.spec.pull;
+    if matches!(pull, Pull::Lsp | Pull::TsServer) {
         let _ = tokio::time::timeout_at(deadline, session.wait_ready()).await;
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
@@ -437,6 +446,8 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
             };
         }
     }
+    // The server's own analysis is pulled below; publishes carry only its checks'.
+    let analysis_pulled = pull == Pull::Analysis;
     // An unsaved text gets no check; the findings of the last one stand beside it.
     let expects_check = session.spec.check_progress.is_some() && sent.saved_at.is_some();
     let grace = CHECK_START.min(bound);
@@ -456,24 +467,26 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         }
         let done = if expects_check {
             let (begun, running) = shared.checks();
-            // Its own analysis (published once it is quiescent) belongs to the answer too.
             if begun > sent.checks_before && !running && ready {
                 Some(AFTER_CHECK_QUIET)
             } else if begun == sent.checks_before
                 && check_grace_end.is_some_and(|end| Instant::now() >= end)
-                && (fresh || !sent.changed)
+                && (analysis_pulled || fresh || !sent.changed)
             {
                 // No check began: the file is outside every crate, or checking is off.
                 Some(PUBLISH_QUIET)
             } else {
                 None
             }
+        } else if analysis_pulled {
+            Some(Duration::ZERO)
         } else if fresh || !sent.changed {
             Some(PUBLISH_QUIET)
         } else {
             None
         };
         if let Some(quiet) = done {
+            tracing::debug!(file = %sent.target.shown, ?quiet, fresh, ready, "the server answered for the written text");
             break quiet;
         }
         let now = Instant::now();
@@ -495,11 +508,19 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
             break;
         }
     }
+    let mut diagnostics = shared
+        .published(uri)
+        .map(|published| published.diagnostics)
+        .unwrap_or_default();
+    if analysis_pulled {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match session.pull_within(uri, remaining.max(MIN_PULL)).await {
+            Some(analysis) => diagnostics.extend(analysis),
+            None => return unsettled(sent.text),
+        }
+    }
     Outcome {
-        diagnostics: shared
-            .published(uri)
-            .map(|published| published.diagnostics)
-            .unwrap_or_default(),
+        diagnostics,
         settled: true,
         text: sent.text,
     }

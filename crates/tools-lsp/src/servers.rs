@@ -55,6 +55,11 @@ pub(crate) enum Pull {
     None,
     /// `textDocument/diagnostic` (basedpyright answers it without advertising it).
     Lsp,
+    /// `textDocument/diagnostic` for the server's own analysis, while what its on-save check
+    /// finds still comes as publishes: rust-analyzer, told that the client pulls, answers the
+    /// pull with its native diagnostics for the current text and publishes only `cargo
+    /// check`'s. A file's diagnostics are the two together.
+    Analysis,
     /// typescript-language-server's `typescript.tsserverRequest` command, with tsserver's
     /// own `syntacticDiagnosticsSync` and `semanticDiagnosticsSync`: its publishes come in
     /// passes (syntax first, types later, nothing when a pass finds what it found before),
@@ -174,7 +179,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             settings: Some(json!({ "rust-analyzer": rust_analyzer_settings() })),
             readiness: Readiness::ServerStatus,
             watches_files: true,
-            pull: Pull::None,
+            pull: Pull::Analysis,
             check_progress: Some("rust-analyzer/flycheck".into()),
             install_hint: "install it with `rustup component add rust-analyzer`".into(),
         },

@@ -673,7 +673,7 @@ impl Session {
     ) -> Option<Vec<Diagnostic>> {
         let pulled = match self.spec.pull {
             Pull::None => return None,
-            Pull::Lsp => self.pull_lsp(uri, timeout).await,
+            Pull::Lsp | Pull::Analysis => self.pull_lsp(uri, timeout).await,
             Pull::TsServer => self.pull_tsserver(uri, timeout).await,
         };
         match pulled {
@@ -908,7 +908,8 @@ fn client_capabilities(pull_diagnostics: bool) -> serde_json::Result<ClientCapab
 
 fn initialize_params(session: &Session, root_uri: Url, root_name: String) -> InitializeParams {
     // A unit test proves the capabilities decode; the default is never reached.
-    let capabilities = client_capabilities(session.spec.pull == Pull::Lsp).unwrap_or_default();
+    let capabilities = client_capabilities(matches!(session.spec.pull, Pull::Lsp | Pull::Analysis))
+        .unwrap_or_default();
     #[allow(deprecated)]
     InitializeParams {
         process_id: Some(std::process::id()),

@@ -117,7 +117,11 @@ impl Server {
     pub async fn start(root: &Path, args: &[&str], client: Client) -> Server {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tools"));
         command.arg("serve").arg("--root").arg(root).args(args);
-        command.env("AGENT_TOOLS_LOG", "warn");
+        // Quiet by default; `AGENT_TOOLS_TEST_LOG=tools_lsp=debug` shows a server's side.
+        command.env(
+            "AGENT_TOOLS_LOG",
+            std::env::var("AGENT_TOOLS_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+        );
         let transport = TokioChildProcess::new(command).unwrap();
         let service = client.clone().serve(transport).await.unwrap();
         Server { service, client }
