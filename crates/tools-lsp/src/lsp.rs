@@ -401,6 +401,11 @@ impl Lsp {
             // Two uses on one line stay two entries: the count is of uses, not lines.
             places.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
         } else {
+            // rust-analyzer lists implementations in no fixed order: read them in path and
+            // line order, so the same question gets the same answer.
+            if operation == Operation::Implementation {
+                places.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+            }
             // Some servers report one declaration twice (through a re-export, say).
             places.dedup();
         }
