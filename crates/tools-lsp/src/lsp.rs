@@ -769,12 +769,8 @@ impl Lsp {
         let wait = PUBLISH_WAIT.min(self.supervisor.context().config.request_timeout());
         let (mut diagnostics, note) = current_diagnostics(&opened, wait).await;
         notes.extend(note);
-        // rust-analyzer reports a type error twice, from its own analysis and from `cargo
-        // check`; one line per (line, code) is enough.
         let mut seen = std::collections::HashSet::new();
-        diagnostics.retain(|d| {
-            d.code.is_none() || seen.insert((d.range.start.line, code_text(d.code.as_ref())))
-        });
+        diagnostics.retain(|d| !crate::render::repeats(&mut seen, d));
         let mut items = Vec::new();
         let mut quiet = 0;
         let line_texts = lines(&opened.synced.text);

@@ -42,7 +42,7 @@ use crate::Error;
 use crate::config::OnWriteConfig;
 use crate::lsp::{DiagnosticItem, render_diagnostic};
 use crate::position::lines;
-use crate::render::{code_text, one_line, plural, quote, severity_name};
+use crate::render::{code_text, one_line, plural, quote, repeats, severity_name};
 use crate::reported::Reported;
 use crate::servers::{Pull, ServerSpec};
 use crate::session::{Activity, Session};
@@ -124,9 +124,9 @@ impl DiagnosticsOnWrite {
             .collect();
         if !named.is_empty() {
             let (targets, _) = self.targets(workspace, &named, deadline).await;
-            let targets: Vec<&Target> = targets.iter().collect();
-            let outcomes = settle_all(&targets, None, deadline, self.config.timeout()).await;
-            self.take_baselines(&targets, outcomes);
+            let items: Vec<(&Target, Option<&str>)> = targets.iter().map(|t| (t, None)).collect();
+            let outcomes = settle_all(&items, deadline, self.config.timeout()).await;
+            self.take_baselines(&items, outcomes);
         }
 
         let mut result = next().await;
@@ -144,32 +144,40 @@ impl DiagnosticsOnWrite {
         }
         // LSP-7: files the arguments did not name (a rename's other files, a resolved edit's)
         // get their baseline from the text the tool says they had.
-        let (unknown, previous): (Vec<&Target>, Vec<&str>) = targets
+        let unknown: Vec<(&Target, Option<&str>)> = targets
             .iter()
             .filter(|target| !self.reported().knows(&target.path))
             .filter_map(|target| {
                 let (_, text) = result.previous.iter().find(|(p, _)| *p == target.path)?;
-                Some((target, text.as_str()))
+                Some((target, Some(text.as_str())))
             })
-            .unzip();
+            .collect();
         if !unknown.is_empty() {
-            let outcomes =
-                settle_all(&unknown, Some(&previous), deadline, self.config.timeout()).await;
+            let outcomes = settle_all(&unknown, deadline, self.config.timeout()).await;
             self.take_baselines(&unknown, outcomes);
         }
-        let all: Vec<&Target> = targets.iter().collect();
-        let outcomes = settle_all(&all, None, deadline, self.config.timeout()).await;
+        let all: Vec<(&Target, Option<&str>)> = targets.iter().map(|t| (t, None)).collect();
+        let outcomes = settle_all(&all, deadline, self.config.timeout()).await;
         let mut report = self.report(&targets, outcomes);
         report.notes.extend(notes);
         append(&mut result, report);
         result
     }
 
+    /// The one line for a file whose server did not answer in time.
+    fn unchecked(&self, server: &str, state: &str, file: &str) -> String {
+        format!(
+            "{server} {state} after {}s, so this result cannot say whether the write broke \
+             {file}; call `lsp` with operation `diagnostics` on it in a while",
+            seconds(self.config.timeout())
+        )
+    }
+
     /// Records what each file had before the write. A baseline that did not settle is not
     /// taken; the next write tries again.
-    fn take_baselines(&self, targets: &[&Target], outcomes: Vec<Outcome>) {
+    fn take_baselines(&self, items: &[(&Target, Option<&str>)], outcomes: Vec<Outcome>) {
         let mut reported = self.reported();
-        for (target, outcome) in targets.iter().zip(outcomes) {
+        for ((target, _), outcome) in items.iter().zip(outcomes) {
             if outcome.settled {
                 reported.baseline(&target.path, &outcome.diagnostics);
             }
@@ -212,7 +220,6 @@ impl DiagnosticsOnWrite {
                     Ok(Ok(session)) => {
                         // Servers that do not watch files learn about other changed files.
                         session.rescan_disk().await;
-                        session.resync_open().await;
                         Some(session)
                     }
                     Ok(Err(error @ (Error::Unusable(_) | Error::RestartBudget { .. }))) => {
@@ -227,13 +234,10 @@ impl DiagnosticsOnWrite {
                         None
                     }
                     Err(_) => {
-                        notes.push(format!(
-                            "{} was still starting after {}s, so this result cannot say \
-                             whether the write broke {}; call `lsp` with operation \
-                             `diagnostics` on it in a while",
-                            key.0,
-                            seconds(self.config.timeout()),
-                            workspace.display(&path)
+                        notes.push(self.unchecked(
+                            &key.0,
+                            "was still starting",
+                            &workspace.display(&path),
                         ));
                         None
                     }
@@ -273,12 +277,10 @@ impl DiagnosticsOnWrite {
                 omitted: 0,
             });
             if !outcome.settled {
-                report.notes.push(format!(
-                    "{server} had not finished checking {} after {}s, so this result cannot \
-                     say whether the write broke it; call `lsp` with operation `diagnostics` \
-                     on it in a while",
-                    target.shown,
-                    seconds(self.config.timeout())
+                report.notes.push(self.unchecked(
+                    &server,
+                    &format!("had not finished checking {}", target.shown),
+                    &target.shown,
                 ));
                 // The registry keeps what it knew; what this write introduced is reported
                 // by the next write that settles.
@@ -290,19 +292,8 @@ impl DiagnosticsOnWrite {
                 Some(DiagnosticSeverity::WARNING) => self.config.warnings,
                 _ => false,
             });
-            // rust-analyzer reports a type error twice, from its own analysis and from
-            // `cargo check`; one line per (line, severity, code) is enough.
             let mut seen = HashSet::new();
-            let mut listed: Vec<&Diagnostic> = listed
-                .filter(|d| {
-                    d.code.is_none()
-                        || seen.insert((
-                            d.range.start.line,
-                            severity_name(d.severity),
-                            code_text(d.code.as_ref()),
-                        ))
-                })
-                .collect();
+            let mut listed: Vec<&Diagnostic> = listed.filter(|d| !repeats(&mut seen, d)).collect();
             listed.sort_by_key(|d| {
                 (
                     d.severity != Some(DiagnosticSeverity::ERROR),
@@ -364,18 +355,27 @@ struct Sent<'a> {
 
 /// Syncs and saves every file, then waits for each one's diagnostics about exactly the text
 /// sent. All files are sent before any wait, so a server that checks on save runs one check
-/// for the lot rather than restarting it under a file that already counted it as done. With
-/// `previous`, each file's earlier text is sent instead, unsaved (the disk has moved on).
+/// for the lot rather than restarting it under a file that already counted it as done. A file
+/// paired with its earlier text gets that instead, unsaved (the disk has moved on).
 async fn settle_all(
-    targets: &[&Target],
-    previous: Option<&[&str]>,
+    items: &[(&Target, Option<&str>)],
     deadline: Instant,
     bound: Duration,
 ) -> Vec<Outcome> {
     let mut sent = Vec::new();
-    for (index, target) in targets.iter().enumerate() {
-        let text = previous.and_then(|texts| texts.get(index).copied());
-        sent.push(send(target, text).await);
+    for (target, previous) in items {
+        sent.push(send(target, *previous).await);
+    }
+    // Then the servers' other open documents that changed on disk: after the files' own
+    // sync, which must be the one to send their new text, or it would find nothing to send
+    // and take the old publish for an answer. Not when earlier texts were sent: that would
+    // replace them with the disk's before they are checked.
+    let mut sessions: Vec<&Arc<Session>> = Vec::new();
+    for (target, previous) in items {
+        if previous.is_none() && !sessions.iter().any(|s| Arc::ptr_eq(s, &target.session)) {
+            sessions.push(&target.session);
+            target.session.resync_open().await;
+        }
     }
     futures::future::join_all(sent.into_iter().map(|sent| async move {
         match sent {

@@ -2,12 +2,12 @@
 //! paths and the line's own text, capped lists that say they were capped, hover text, and
 //! names for symbol kinds and severities.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_lsp::lsp_types::{
-    DiagnosticSeverity, HoverContents, MarkedString, NumberOrString, SymbolKind, Url,
+    Diagnostic, DiagnosticSeverity, HoverContents, MarkedString, NumberOrString, SymbolKind, Url,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -241,6 +241,17 @@ pub(crate) fn one_line(message: &str) -> String {
     let mut cut: String = folded.chars().take(400).collect();
     cut.push('…');
     cut
+}
+
+/// Whether `diagnostic` repeats one already `seen` on its line with its code: rust-analyzer
+/// reports a type error twice, from its own analysis and from `cargo check`, and one line per
+/// (line, code) is enough. Diagnostics without a code are never repeats.
+pub(crate) fn repeats(seen: &mut HashSet<(u32, Option<String>)>, diagnostic: &Diagnostic) -> bool {
+    diagnostic.code.is_some()
+        && !seen.insert((
+            diagnostic.range.start.line,
+            code_text(diagnostic.code.as_ref()),
+        ))
 }
 
 /// "1 edit", "3 edits".
