@@ -1,0 +1,37 @@
+//! Every child process of an agent-tools run — language servers, project checkers, version
+//! probes, and later kernels, debug adapters and workers — is spawned through this crate.
+//!
+//! A spawned child leads its own process group, gets a parent-death signal, and is killed with
+//! its whole group when its owner drops it; [`shutdown_all`] ends every group still alive when
+//! the binary exits, and a child subreaper ([`become_subreaper`], [`spawn_orphan_reaper`])
+//! reaps the grandchildren that outlive their parents. Around that: a stderr tail kept for
+//! messages, a run-to-end helper with a timeout and an output cap, binary resolution over a
+//! search path, and root-marker discovery.
+//!
+//! **Architecture invariant:** this crate is a leaf — it depends on no crate of ours — and
+//! nothing else in the workspace spawns a process by itself.
+
+mod child;
+mod command;
+mod error;
+mod procfs;
+mod reaper;
+mod registry;
+mod roots;
+mod run;
+mod search;
+mod spawner;
+mod tail;
+
+pub use crate::{
+    child::{Child, ChildParts, Leader, ProcessGroup, Termination},
+    command::{Command, DEFAULT_GRACE, Input, Output, Sandbox},
+    error::{Error, Result},
+    procfs::{ProcessInfo, list_processes, process_env_var, process_info},
+    reaper::{OrphanReaper, become_subreaper, reap_orphans, spawn_orphan_reaper},
+    registry::{LiveGroup, ShutdownReport, live_groups, shutdown_all},
+    roots::{RootRule, SCAN_BUDGET, SCAN_DEPTH, SKIPPED_DIRS, marker_in, root_for, scan_roots},
+    run::{RunLimits, RunOutput, run_to_end},
+    search::{PROJECT_TOOL_DIRS, SearchPath, Versioned, is_executable},
+    tail::{StderrTail, TAIL_LINE_CHARS, TAIL_LINES},
+};
