@@ -96,7 +96,8 @@ pub(crate) fn generate() -> anyhow::Result<BTreeMap<PathBuf, String>> {
         let schema = json!({
             "name": spec.name,
             "tier": spec.tier,
-            "parallel_safe": spec.parallel_safe,
+            "lane": spec.lane,
+            "writes_files": spec.writes_files,
             "description": spec.description,
             "input": spec.input_schema,
             "output": spec.output_schema,
@@ -132,12 +133,11 @@ fn markdown(spec: &ToolSpec) -> String {
         .collect();
     let mut out = format!("<!-- {HEADER}. -->\n\n# `{}`\n\n", spec.name);
     out.push_str(&format!(
-        "**Tier:** {} · **Parallel-safe:** {} · **Surfaces:** {}\n\n",
+        "**Tier:** {} · **Lane:** {} · **Surfaces:** {}\n\n",
         spec.tier,
-        if spec.parallel_safe {
-            "yes"
-        } else {
-            "no (serialised per run)"
+        match spec.lane {
+            None => "none (calls may overlap)".to_owned(),
+            Some(lane) => format!("`{lane}` (one call at a time per run)"),
         },
         surfaces.join(", ")
     ));

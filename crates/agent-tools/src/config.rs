@@ -21,6 +21,10 @@ pub struct Config {
     pub ask: AskConfig,
     /// Results.
     pub output: OutputConfig,
+    /// Calls and the run's lifetime.
+    pub run: RunConfig,
+    /// The sandbox processes of the run start in (EVAL-9).
+    pub sandbox: SandboxConfig,
     /// Language servers: timeouts, the restart budget, extra folders for their binaries, and
     /// overrides of the server table (`[lsp.servers.NAME]`).
     #[cfg(feature = "lsp")]
@@ -70,6 +74,61 @@ impl Default for OutputConfig {
     }
 }
 
+/// The `[run]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// How long a cancelled call that stops by itself (a kernel interrupting a cell) gets
+    /// before it is dropped, in seconds.
+    pub cancel_grace_seconds: f64,
+    /// How long ending the run may take — calls cancelled, servers and sessions stopped —
+    /// before every process left is killed, in seconds.
+    pub shutdown_seconds: f64,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            cancel_grace_seconds: 5.0,
+            shutdown_seconds: 5.0,
+        }
+    }
+}
+
+impl RunConfig {
+    /// The cancel grace.
+    pub fn cancel_grace(&self) -> anyhow::Result<Duration> {
+        seconds("[run] cancel_grace_seconds", self.cancel_grace_seconds)
+    }
+
+    /// The shutdown bound.
+    pub fn shutdown(&self) -> anyhow::Result<Duration> {
+        seconds("[run] shutdown_seconds", self.shutdown_seconds)
+    }
+}
+
+fn seconds(key: &str, value: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| *d <= Duration::from_secs(3600))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{key} in the config: {value} is not a number of seconds from 0 to 3600; \
+                 fix it or remove the line"
+            )
+        })
+}
+
+/// The `[sandbox]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// A command line prefix that runs a program inside the sandbox, e.g.
+    /// `["bwrap", "--ro-bind", "/", "/", "--"]`; the program and its arguments follow it.
+    /// Empty: processes run on the host.
+    pub command: Vec<String>,
+}
+
 impl Config {
     /// Loads `explicit` if given (it must exist), else `agent-tools.toml` in `root` if present,
     /// else the defaults.
@@ -117,6 +176,33 @@ mod tests {
         assert_eq!(config.approval, Some(ApprovalPolicy::Allow));
         assert_eq!(config.ask.expiry_seconds, 30);
         assert_eq!(config.output.max_bytes, 4096);
+    }
+
+    #[test]
+    fn prod_6_the_run_and_sandbox_tables_are_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[run]\ncancel_grace_seconds = 1.5\nshutdown_seconds = 3\n\
+             [sandbox]\ncommand = [\"env\", \"IN_SANDBOX=1\"]\n",
+        )
+        .unwrap();
+        let (config, _) = Config::load(dir.path(), None).unwrap();
+        assert_eq!(
+            config.run.cancel_grace().unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(config.run.shutdown().unwrap(), Duration::from_secs(3));
+        assert_eq!(config.sandbox.command, ["env", "IN_SANDBOX=1"]);
+        let bad = RunConfig {
+            shutdown_seconds: -2.0,
+            ..RunConfig::default()
+        };
+        assert_eq!(
+            bad.shutdown().unwrap_err().to_string(),
+            "[run] shutdown_seconds in the config: -2 is not a number of seconds from 0 to \
+             3600; fix it or remove the line"
+        );
     }
 
     #[cfg(feature = "lsp")]

@@ -16,7 +16,7 @@ pub use self::{
 
 use std::path::Path;
 
-use tools_core::{RegistryBuilder, ToolError, Workspace};
+use tools_core::{Expect, RegistryBuilder, ToolError, UpdateError, Workspace};
 
 /// Registers the four host tools; they need nothing but the workspace.
 pub fn register(builder: &mut RegistryBuilder) {
@@ -27,45 +27,47 @@ pub fn register(builder: &mut RegistryBuilder) {
         .register(ApplyPatch);
 }
 
-/// Reads a text file for a tool, with errors that say what to do.
+/// Reads a text file for a tool, with errors that say what to do; a named pipe or other
+/// special file is refused before it is opened.
 pub(crate) fn read_text(workspace: &Workspace, path: &Path) -> Result<String, ToolError> {
+    read_snapshot(workspace, path).map(|(text, _)| text)
+}
+
+/// [`read_text`], with what a commit of a change computed from it must expect.
+pub(crate) fn read_snapshot(
+    workspace: &Workspace,
+    path: &Path,
+) -> Result<(String, Expect), ToolError> {
     let shown = workspace.display(path);
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ToolError::failed(format!(
-                "{shown} does not exist; check the path, or use write to create it"
-            )));
-        }
-        Err(_) if path.is_dir() => {
-            return Err(ToolError::failed(format!(
-                "{shown} is a directory, not a file"
-            )));
-        }
-        Err(e) => return Err(ToolError::failed(format!("cannot read {shown}: {e}"))),
+    let snapshot = workspace.read(path)?;
+    let Some(bytes) = snapshot.bytes else {
+        return Err(ToolError::failed(format!(
+            "{shown} does not exist; check the path, or use write to create it"
+        )));
     };
-    String::from_utf8(bytes).map_err(|_| {
+    let text = String::from_utf8(bytes).map_err(|_| {
         ToolError::failed(format!(
             "{shown} is not UTF-8 text (a binary file?); these tools edit text files only"
         ))
-    })
+    })?;
+    Ok((text, snapshot.expect))
 }
 
-/// Writes one file atomically, turning an IO failure into a message for the model.
-pub(crate) fn write_text(
-    workspace: &Workspace,
-    path: &Path,
-    content: &str,
-) -> Result<(), ToolError> {
-    if path.is_dir() {
-        return Err(ToolError::failed(format!(
-            "{} is a directory; give a file path",
-            workspace.display(path)
-        )));
+/// Runs `work` on the blocking pool: file IO stays off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| ToolError::failed(format!("the file work stopped: {error}")))?
+}
+
+/// A failed read-compute-write as the model reads it.
+pub(crate) fn update_failed(workspace: &Workspace, error: UpdateError<ToolError>) -> ToolError {
+    match error {
+        UpdateError::Compute(error) => error,
+        UpdateError::Commit(error) => error.to_tool_error(workspace),
     }
-    workspace
-        .write_atomic(path, content.as_bytes())
-        .map_err(|e| ToolError::failed(format!("{e}; nothing was written")))
 }
 
 /// The number of lines a text has, counting a last line without a newline.
@@ -109,10 +111,7 @@ pub(crate) mod test_support {
             let dir = tempfile::tempdir().unwrap();
             tools_core::testing::write_fixture(dir.path(), files).unwrap();
             let workspace = Workspace::new(dir.path()).unwrap();
-            let mut builder = RegistryBuilder::new(Run {
-                workspace,
-                questions: None,
-            });
+            let mut builder = RegistryBuilder::new(Run::new(workspace));
             super::register(&mut builder);
             let options = DispatcherOptions {
                 approval: ApprovalPolicy::Allow,

@@ -10,17 +10,19 @@ mod elicit;
 mod host;
 mod mcp;
 mod runtime;
+mod stdio;
 mod terminal;
 
 pub use crate::{
-    config::{AskConfig, CONFIG_FILE, Config, OutputConfig},
+    config::{AskConfig, CONFIG_FILE, Config, OutputConfig, RunConfig, SandboxConfig},
     elicit::ElicitationPort,
     host::{
         ApplyPatch, ApplyPatchInput, ApplyPatchOutput, Edit, EditInput, EditOutput, PatchedFile,
         Read, ReadInput, ReadOutput, Write, WriteInput, WriteOutput,
     },
-    mcp::McpServer,
+    mcp::{McpRun, McpServer},
     runtime::{RunBuilder, Settings, catalog},
+    stdio::{LineTransport, stdio_transport},
     terminal::TerminalPort,
 };
 

@@ -4,13 +4,18 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use rmcp::ServiceExt;
-use tools_core::{ApprovalPolicy, NoHuman, QuestionPort, Surface, ToolCall};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tools_core::{
+    ApprovalPolicy, CallOptions, NoHuman, Progress, ProgressSink, QuestionPort, ShutdownSummary,
+    Surface, ToolCall,
+};
 
-use agent_tools::{Config, McpServer, Settings, catalog};
+use agent_tools::{Config, McpRun, McpServer, Settings, catalog};
 
 /// Built-in tools for coding agents, bound to one workspace.
 #[derive(Debug, Parser)]
@@ -70,7 +75,7 @@ impl RunArgs {
         if let Some(path) = path {
             tracing::info!(config = %path.display(), "loaded the config file");
         }
-        let settings = Settings::new(root, &config, self.surface, self.approval);
+        let settings = Settings::new(root, &config, self.surface, self.approval)?;
         settings.check()?;
         Ok(settings)
     }
@@ -101,7 +106,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    // Grandchildren whose parent died (rustc under `cargo check`, node workers) are
+    // re-parented to us, not to init, so they are reaped and found at shutdown.
+    if let Err(error) = tools_process::become_subreaper() {
+        tracing::warn!(%error, "cannot become a child subreaper; orphans go to init");
+    }
+    let outcome = runtime.block_on(async {
+        tools_process::spawn_orphan_reaper();
+        run(cli).await
+    });
+    // Tasks still blocked (a read of stdin) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match outcome {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -110,20 +126,93 @@ fn main() -> ExitCode {
     }
 }
 
+/// Serves MCP over stdio until the client closes the connection or stdin ends.
+async fn serve(server: McpServer) -> anyhow::Result<()> {
+    let service = server
+        .serve(agent_tools::stdio_transport())
+        .await
+        .context("the MCP client did not complete initialisation")?;
+    service
+        .waiting()
+        .await
+        .context("the MCP service stopped with an error")?;
+    Ok(())
+}
+
+/// Ends a served run: its calls and resources within `bound`, then every process group of
+/// this process still alive (TERM, a short grace, KILL).
+async fn end_run(run: &McpRun, bound: Duration) {
+    if let Some(summary) = run.shutdown(bound).await {
+        report_shutdown(&summary, bound);
+    }
+    let report = tools_process::shutdown_all(Duration::from_millis(500)).await;
+    if report.killed > 0 {
+        tracing::warn!(
+            groups = report.killed,
+            "killed process groups that outlived the run's shutdown"
+        );
+    }
+}
+
+fn report_shutdown(summary: &ShutdownSummary, bound: Duration) {
+    if !summary.calls_ended || !summary.timed_out.is_empty() {
+        tracing::warn!(
+            calls_cancelled = summary.calls_cancelled,
+            calls_ended = summary.calls_ended,
+            timed_out = ?summary.timed_out,
+            bound_seconds = bound.as_secs_f64(),
+            "the run did not end cleanly within its bound; what is left is killed"
+        );
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP: each ends the run.
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Self> {
+        let listen = |kind| signal(kind).context("cannot listen for signals");
+        Ok(Signals {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+            hangup: listen(SignalKind::hangup())?,
+        })
+    }
+
+    /// The name of the next signal received.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.hangup.recv() => "SIGHUP",
+        }
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => {
             let settings = args.settings()?;
+            let bound = settings.shutdown_bound;
             tracing::info!(root = %settings.root.display(), surface = %settings.surface, approval = %settings.approval, "serving over stdio");
-            let service = McpServer::new(settings)
-                .serve(rmcp::transport::io::stdio())
-                .await
-                .context("the MCP client did not complete initialisation")?;
-            service
-                .waiting()
-                .await
-                .context("the MCP service stopped with an error")?;
-            Ok(ExitCode::SUCCESS)
+            let server = McpServer::new(settings);
+            let run = server.run();
+            let mut signals = Signals::new()?;
+            // The connection ends on MCP close or stdin EOF (the service stops), or on a
+            // signal; either way the run is ended, bounded, and what is left is killed.
+            let outcome = tokio::select! {
+                served = serve(server) => served,
+                signal = signals.next() => {
+                    tracing::info!(signal, "ending the run");
+                    Ok(())
+                }
+            };
+            end_run(&run, bound).await;
+            outcome.map(|()| ExitCode::SUCCESS)
         }
         Command::Call {
             tool,
@@ -139,13 +228,41 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     reason: "standard input is not a terminal".to_owned(),
                 }),
             };
+            let bound = settings.shutdown_bound;
             let dispatcher = settings.dispatcher(Some(port))?;
-            let result = dispatcher
-                .dispatch(ToolCall {
+            // Progress goes to stderr, one line per report; stdout carries only the result.
+            let progress: ProgressSink = Arc::new(|progress: Progress| {
+                let count = match (progress.done, progress.total) {
+                    (Some(done), Some(total)) => format!(" ({done}/{total})"),
+                    (Some(done), None) => format!(" ({done})"),
+                    _ => String::new(),
+                };
+                eprintln!("… {}{count}", progress.message);
+            });
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let mut signals = Signals::new()?;
+            let call = dispatcher.dispatch_with(
+                ToolCall {
                     name: tool,
                     arguments,
-                })
-                .await;
+                },
+                CallOptions {
+                    cancel: Some(cancel.clone()),
+                    progress: Some(progress),
+                },
+            );
+            tokio::pin!(call);
+            let result = tokio::select! {
+                result = &mut call => result,
+                signal = signals.next() => {
+                    eprintln!("{signal}: cancelling the call");
+                    cancel.cancel();
+                    call.await
+                }
+            };
+            let summary = dispatcher.shutdown(bound).await;
+            report_shutdown(&summary, bound);
+            tools_process::shutdown_all(Duration::from_millis(500)).await;
             for image in &result.images {
                 tracing::info!(mime = %image.mime_type, bytes = image.data.len(), "the result has an image");
             }

@@ -3,6 +3,8 @@
 //! them.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use base64::Engine;
 use rmcp::model::{
@@ -10,10 +12,14 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use tokio::sync::OnceCell;
-use tools_core::{Dispatcher, QuestionPort, Tier, ToolCall, ToolResult, ToolSpec};
+use tools_core::{
+    CallOptions, Dispatcher, Progress, ProgressSink, QuestionPort, ShutdownSummary, Tier, ToolCall,
+    ToolResult, ToolSpec,
+};
 
 use crate::{ElicitationPort, Settings};
 
@@ -25,15 +31,48 @@ use crate::{ElicitationPort, Settings};
 /// `ask_user` is not registered and the approval gate has no approver (ASK-5, CORE-5).
 pub struct McpServer {
     settings: Settings,
-    dispatcher: OnceCell<Arc<Dispatcher>>,
+    dispatcher: Arc<OnceCell<Arc<Dispatcher>>>,
+    conversation: String,
+}
+
+/// The least time between two progress notifications of one call.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// A handle on the run a server builds, for ending it when the connection ends.
+#[derive(Clone)]
+pub struct McpRun {
+    dispatcher: Arc<OnceCell<Arc<Dispatcher>>>,
+}
+
+impl McpRun {
+    /// Ends the run within `bound` (calls cancelled, resources stopped); `None` when no run
+    /// was built (the client never listed or called a tool).
+    pub async fn shutdown(&self, bound: Duration) -> Option<ShutdownSummary> {
+        let dispatcher = self.dispatcher.get()?;
+        Some(dispatcher.shutdown(bound).await)
+    }
 }
 
 impl McpServer {
-    /// A server for a run with these settings.
+    /// A server for a run with these settings; each server is one connection and one
+    /// conversation.
     pub fn new(settings: Settings) -> Self {
+        static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+        let number = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
         McpServer {
             settings,
-            dispatcher: OnceCell::new(),
+            dispatcher: Arc::new(OnceCell::new()),
+            conversation: format!("conversation-{}-{started}-{number}", std::process::id()),
+        }
+    }
+
+    /// The run this server builds, to end it after the connection closes.
+    pub fn run(&self) -> McpRun {
+        McpRun {
+            dispatcher: Arc::clone(&self.dispatcher),
         }
     }
 
@@ -51,7 +90,7 @@ impl McpServer {
                     };
                 tracing::info!(elicitation = port.is_some(), "building the run");
                 self.settings
-                    .dispatcher(port)
+                    .dispatcher_for(port, &self.conversation)
                     .map(Arc::new)
                     .map_err(|error| McpError::internal_error(format!("{error:#}"), None))
             })
@@ -96,11 +135,46 @@ impl ServerHandler for McpServer {
                 .map(serde_json::Value::Object)
                 .unwrap_or(serde_json::Value::Null),
         };
-        tokio::select! {
-            result = dispatcher.dispatch(call) => Ok(mcp_result(result).into()),
-            () = context.ct.cancelled() => Err(McpError::internal_error("the call was cancelled by the client", None)),
-        }
+        // The client's `notifications/cancelled` fires `ct`; dispatch hands it to the tool as
+        // its cancellation and answers once the tool stopped (or its grace ran out).
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress_sink(context.peer.clone(), token));
+        let options = CallOptions {
+            cancel: Some(context.ct.clone()),
+            progress,
+        };
+        Ok(mcp_result(dispatcher.dispatch_with(call, options).await).into())
     }
+}
+
+/// Sends a call's progress to the client as `notifications/progress`, at most one per
+/// [`PROGRESS_INTERVAL`] (the latest report wins), until the call ends.
+fn progress_sink(peer: rmcp::Peer<RoleServer>, token: ProgressToken) -> ProgressSink {
+    let (sender, mut receiver) = tokio::sync::watch::channel::<Option<Progress>>(None);
+    tokio::spawn(async move {
+        let mut step = 0.0;
+        while receiver.changed().await.is_ok() {
+            let Some(progress) = receiver.borrow_and_update().clone() else {
+                continue;
+            };
+            step += 1.0;
+            let mut param =
+                ProgressNotificationParam::new(token.clone(), progress.done.unwrap_or(step))
+                    .with_message(progress.message);
+            if let Some(total) = progress.total {
+                param = param.with_total(total);
+            }
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(PROGRESS_INTERVAL).await;
+        }
+    });
+    Arc::new(move |progress: Progress| {
+        let _ = sender.send(Some(progress));
+    })
 }
 
 /// A tool as MCP lists it, with the tier mapped onto annotations.
@@ -175,7 +249,8 @@ mod tests {
         let spec = |tier| ToolSpec {
             name: "t",
             tier,
-            parallel_safe: true,
+            lane: None,
+            writes_files: false,
             description: String::new(),
             input_schema: Default::default(),
             output_schema: Default::default(),

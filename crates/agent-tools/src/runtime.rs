@@ -15,6 +15,8 @@ use crate::config::Config;
 pub struct RunBuilder {
     workspace: Workspace,
     questions: Option<Arc<Questions>>,
+    conversation: Option<String>,
+    sandbox: Option<Vec<String>>,
     #[cfg(feature = "ast")]
     ast: Option<tools_ast::SearchOptions>,
     #[cfg(feature = "lsp")]
@@ -27,6 +29,8 @@ impl RunBuilder {
         RunBuilder {
             workspace,
             questions: None,
+            conversation: None,
+            sandbox: None,
             #[cfg(feature = "ast")]
             ast: None,
             #[cfg(feature = "lsp")]
@@ -55,12 +59,27 @@ impl RunBuilder {
         self
     }
 
+    /// Names the conversation the run serves (one per `serve` connection; DBG-1, DBG-4).
+    pub fn with_conversation(mut self, id: impl Into<String>) -> Self {
+        self.conversation = Some(id.into());
+        self
+    }
+
+    /// Starts the run's processes through a sandbox command prefix (EVAL-9).
+    pub fn with_sandbox(mut self, prefix: Option<Vec<String>>) -> Self {
+        self.sandbox = prefix;
+        self
+    }
+
     /// The registry of every tool whose resource is bound.
     pub fn registry(self) -> Registry {
-        let mut builder = RegistryBuilder::new(Run {
-            workspace: self.workspace,
-            questions: self.questions,
-        });
+        let mut run = Run::new(self.workspace)
+            .with_questions(self.questions)
+            .with_sandbox(self.sandbox);
+        if let Some(id) = self.conversation {
+            run = run.with_conversation(id);
+        }
+        let mut builder = RegistryBuilder::new(run);
         crate::host::register(&mut builder);
         #[cfg(feature = "ask")]
         tools_ask::register(&mut builder);
@@ -117,28 +136,38 @@ pub struct Settings {
     pub ask_expiry: Duration,
     /// The most bytes of text one result carries.
     pub max_output_bytes: usize,
+    /// How long a cancelled call that stops by itself gets.
+    pub cancel_grace: Duration,
+    /// How long ending the run may take before what is left is killed.
+    pub shutdown_bound: Duration,
+    /// The sandbox prefix processes start through (EVAL-9), if any.
+    pub sandbox: Option<Vec<String>>,
     /// The language servers' configuration.
     #[cfg(feature = "lsp")]
     pub lsp: tools_lsp::LspConfig,
 }
 
 impl Settings {
-    /// Settings from a config file, with command-line values taking precedence.
+    /// Settings from a config file, with command-line values taking precedence; fails on a
+    /// value out of range, naming it.
     pub fn new(
         root: PathBuf,
         config: &Config,
         surface: Surface,
         approval: Option<ApprovalPolicy>,
-    ) -> Self {
-        Settings {
+    ) -> anyhow::Result<Self> {
+        Ok(Settings {
             root,
             surface,
             approval: approval.or(config.approval).unwrap_or_default(),
             ask_expiry: config.ask.expiry(),
             max_output_bytes: config.output.max_bytes,
+            cancel_grace: config.run.cancel_grace()?,
+            shutdown_bound: config.run.shutdown()?,
+            sandbox: Some(config.sandbox.command.clone()).filter(|argv| !argv.is_empty()),
             #[cfg(feature = "lsp")]
             lsp: config.lsp.clone(),
-        }
+        })
     }
 
     /// Checks what can be checked before a run starts (the language-server table).
@@ -150,8 +179,19 @@ impl Settings {
 
     /// A dispatcher for these settings, with `port` as the question port if there is one.
     pub fn dispatcher(&self, port: Option<Arc<dyn QuestionPort>>) -> anyhow::Result<Dispatcher> {
+        self.dispatcher_for(port, "default")
+    }
+
+    /// [`Settings::dispatcher`] for conversation `conversation` (one per `serve` connection).
+    pub fn dispatcher_for(
+        &self,
+        port: Option<Arc<dyn QuestionPort>>,
+        conversation: &str,
+    ) -> anyhow::Result<Dispatcher> {
         let workspace = Workspace::new(&self.root)?;
-        let mut builder = with_every_family(RunBuilder::new(workspace));
+        let mut builder = with_every_family(RunBuilder::new(workspace))
+            .with_conversation(conversation)
+            .with_sandbox(self.sandbox.clone());
         if let Some(port) = port {
             builder = builder.with_ask(port, self.ask_expiry);
         }
@@ -167,6 +207,7 @@ impl Settings {
             surface: self.surface,
             approval: self.approval,
             max_output_bytes: self.max_output_bytes,
+            cancel_grace: self.cancel_grace,
         };
         Ok(Dispatcher::new(builder.registry(), options))
     }

@@ -257,12 +257,10 @@ mod tests {
     ) -> (Result<ToolOutput<AskUserOutput>, ToolError>, Vec<Card>) {
         let port = Arc::new(Scripted(answer, Default::default()));
         let questions = Arc::new(Questions::new(port.clone(), Duration::from_millis(30)));
-        let context = CallContext {
-            run: Arc::new(Run {
-                workspace: Workspace::new(std::env::temp_dir()).unwrap(),
-                questions: Some(questions.clone()),
-            }),
-        };
+        let context = CallContext::detached(Arc::new(
+            Run::new(Workspace::new(std::env::temp_dir()).unwrap())
+                .with_questions(Some(questions.clone())),
+        ));
         let result = AskUser::new(questions).call(context, input(value)).await;
         let cards = port.1.lock().unwrap().clone();
         (result, cards)

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{CallContext, ContentHash, Tier, Tool, ToolError, ToolOutput};
 
 use crate::compile::{Target, target};
 use crate::language::id;
 use crate::search::{SearchOptions, template, template_vars, walk};
-use crate::staging::{EditStore, StagedFile, hash};
+use crate::staging::{EditStore, StagedFile};
 
 /// Stage a structural rewrite: every match of `pattern` is replaced by `rewrite`, with the
 /// metavariables the pattern captured substituted (`dispose($X)` → `$X.dispose()`).
@@ -154,7 +154,7 @@ impl Tool for AstEdit {
                 replacements: rewrite.replacements,
             });
             staged.push(StagedFile {
-                hash: hash(rewrite.original.as_bytes()),
+                hash: ContentHash::of(rewrite.original.as_bytes()),
                 path: rewrite.path,
                 rewritten: rewrite.rewritten,
                 replacements: rewrite.replacements,

@@ -4,9 +4,12 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, FileChange, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{
+    CallContext, Change, CommitError, ContentHash, Expect, FileChange, Tier, Tool, ToolError,
+    ToolOutput, Workspace, Writes,
+};
 
-use crate::staging::{EditState, EditStore, hash};
+use crate::staging::{EditState, EditStore};
 
 /// Accept or discard an edit staged by `ast_edit`.
 ///
@@ -62,6 +65,17 @@ impl Tool for Resolve {
     type Output = ResolveOutput;
     const NAME: &'static str = "resolve";
     const TIER: Tier = Tier::Write;
+    const WRITES_FILES: bool = true;
+
+    fn writes(&self, input: &ResolveInput, _: &Workspace) -> Writes {
+        match input.action {
+            ResolveAction::Accept => Writes {
+                files: self.store.pending_paths(&input.edit_id),
+                more: false,
+            },
+            ResolveAction::Discard => Writes::default(),
+        }
+    }
 
     async fn call(
         &self,
@@ -89,41 +103,36 @@ impl Tool for Resolve {
                 },
             ));
         }
-        // AST-7: every file must still be what was staged, or nothing is written.
-        let diverged: Vec<String> = files
+        // AST-7: every file must still be what was staged, or nothing is written. The commit
+        // checks each file's hash again under the workspace's write lock, and confines each
+        // path again on what it resolves to now, so the check and the write are one step.
+        let changes: Vec<Change> = files
             .iter()
-            .filter(|file| {
-                std::fs::read(&file.path)
-                    .map(|bytes| hash(&bytes) != file.hash)
-                    .unwrap_or(true)
-            })
-            .map(|file| workspace.display(&file.path))
-            .collect();
-        if !diverged.is_empty() {
-            self.store.finish(number, EditState::Rejected);
-            return Err(ToolError::failed(format!(
-                "rejected {id}: {} of {} file(s) changed since the edit was staged ({}); no file was written. \
-                 Run ast_edit again to stage the change against the current files",
-                diverged.len(),
-                files.len(),
-                diverged.join(", ")
-            )));
-        }
-        let changes: Vec<_> = files
-            .iter()
-            .map(|f| {
-                (
-                    f.path.clone(),
-                    FileChange::Write(f.rewritten.clone().into_bytes()),
-                )
+            .map(|f| Change {
+                path: f.path.clone(),
+                expect: Expect::Content(f.hash),
+                change: FileChange::Write(f.rewritten.clone().into_bytes()),
             })
             .collect();
-        let previous = match workspace.commit(&changes) {
+        let previous = match workspace.commit_async(changes).await {
             Ok(previous) => previous,
+            Err(CommitError::Conflict { .. }) => {
+                self.store.finish(number, EditState::Rejected);
+                let diverged = diverged(workspace, &files).await;
+                return Err(ToolError::failed(format!(
+                    "rejected {id}: {} of {} file(s) changed since the edit was staged ({}); no \
+                     file was written. Run ast_edit again to stage the change against the \
+                     current files",
+                    diverged.len(),
+                    files.len(),
+                    diverged.join(", ")
+                )));
+            }
             Err(error) => {
                 self.store.finish(number, EditState::Rejected);
                 return Err(ToolError::failed(format!(
-                    "{error}; every file of {id} was left as it was"
+                    "rejected {id}: {}",
+                    error.to_tool_error(workspace)
                 )));
             }
         };
@@ -149,4 +158,19 @@ impl Tool for Resolve {
         .touching(files.into_iter().map(|f| f.path))
         .previously(previous))
     }
+}
+
+/// The staged files whose content is no longer what was staged, as the model reads them.
+async fn diverged(workspace: &Workspace, files: &[crate::staging::StagedFile]) -> Vec<String> {
+    let mut changed = Vec::new();
+    for file in files {
+        let now = workspace.read_async(file.path.clone()).await.ok();
+        let same = now
+            .and_then(|snapshot| snapshot.bytes)
+            .is_some_and(|bytes| ContentHash::of(&bytes) == file.hash);
+        if !same {
+            changed.push(workspace.display(&file.path));
+        }
+    }
+    changed
 }

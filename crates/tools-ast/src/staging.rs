@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use sha2::{Digest, Sha256};
+use tools_core::ContentHash;
 
 /// One file of a staged edit.
 #[derive(Debug, Clone)]
 pub(crate) struct StagedFile {
     pub(crate) path: PathBuf,
-    /// SHA-256 of the file's bytes when the edit was staged.
-    pub(crate) hash: [u8; 32],
+    /// The hash of the file's bytes when the edit was staged.
+    pub(crate) hash: ContentHash,
     pub(crate) rewritten: String,
     pub(crate) replacements: usize,
 }
@@ -73,6 +73,18 @@ impl EditStore {
         }
     }
 
+    /// The files of a pending edit, without taking it (empty when it is not pending).
+    pub(crate) fn pending_paths(&self, id: &str) -> Vec<PathBuf> {
+        let number = id
+            .trim()
+            .strip_prefix("edit_")
+            .and_then(|n| n.parse::<u64>().ok());
+        match number.and_then(|n| self.lock().get(&n).cloned()) {
+            Some(EditState::Pending(files)) => files.into_iter().map(|f| f.path).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Records how a taken edit ended.
     pub(crate) fn finish(&self, number: u64, state: EditState) {
         self.lock().insert(number, state);
@@ -91,9 +103,4 @@ fn edits_with(edits: &BTreeMap<u64, EditState>, keep: impl Fn(&EditState) -> boo
         .filter(|(_, s)| keep(s))
         .map(|(n, _)| format!("edit_{n}"))
         .collect()
-}
-
-/// SHA-256 of `bytes`.
-pub(crate) fn hash(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
 }

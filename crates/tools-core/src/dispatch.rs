@@ -1,18 +1,33 @@
 //! The one path every call takes, a model's or a bridge's (CORE-8): look up → surface check →
-//! argument decoding → approval gate → per-run serialisation → wrappers → the tool → output
-//! limits. Whatever happens inside, the caller gets a [`ToolResult`]; no panic escapes.
+//! argument decoding → approval gate → lane (CORE-6) → wrappers → the tool → output limits.
+//! Whatever happens inside, the caller gets a [`ToolResult`]; no panic escapes.
+//!
+//! Each call runs as a task of the dispatcher, not inside the caller's future: when the caller
+//! goes away or cancels, the call's token fires and a tool that stops by itself gets the
+//! cancel grace to do so before it is dropped and its lane freed. Shutdown cancels every call,
+//! waits for them within its bound, then stops the run's resources.
 
-use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
+use crate::context::{Origin, Progress, ProgressSink};
 use crate::registry::Registered;
 use crate::{
-    Answer, ApprovalPolicy, CallContext, Registry, Surface, ToolError, ToolResult, ToolSpec,
+    Answer, ApprovalPolicy, CallContext, Lane, Registry, Surface, ToolError, ToolResult, ToolSpec,
+    Writes,
 };
+
+/// How deep bridge calls may nest: a cell's `tool()` is 1, a tool that cell called calling
+/// another is 2; past this a loop is assumed.
+pub const MAX_BRIDGE_DEPTH: u32 = 4;
 
 /// A call by name with JSON arguments, as it arrives from a model or a bridge.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,17 +42,20 @@ pub struct ToolCall {
 /// inside this one).
 pub type Next<'a> = Box<dyn FnOnce() -> BoxFuture<'a, ToolResult> + Send + 'a>;
 
-/// Middleware around named tools: runs code before and after them and may add to their
-/// result. Diagnostics on write (LSP-6) is one.
+/// Middleware around tools: runs code before and after them and may add to their result.
+/// Diagnostics on write (LSP-6) is one.
 pub trait Wrapper: Send + Sync + 'static {
-    /// Whether this wrapper applies to the tool named `tool`.
-    fn wraps(&self, tool: &str) -> bool;
+    /// Whether this wrapper applies to the tool `spec` describes (e.g. every tool that
+    /// writes files).
+    fn wraps(&self, spec: &ToolSpec) -> bool;
 
-    /// Runs around one call; must call `next` exactly once to run the tool.
+    /// Runs around one call, knowing the files it declared it will write; must call `next`
+    /// exactly once to run the tool.
     fn around<'a>(
         &'a self,
         context: &'a CallContext,
         call: &'a ToolCall,
+        writes: &'a Writes,
         next: Next<'a>,
     ) -> BoxFuture<'a, ToolResult>;
 }
@@ -51,6 +69,8 @@ pub struct DispatcherOptions {
     pub approval: ApprovalPolicy,
     /// The most bytes of text a result may carry; the rest is cut with a note saying so.
     pub max_output_bytes: usize,
+    /// How long a cancelled tool that stops by itself gets before it is dropped.
+    pub cancel_grace: Duration,
 }
 
 impl Default for DispatcherOptions {
@@ -59,101 +79,411 @@ impl Default for DispatcherOptions {
             surface: Surface::Full,
             approval: ApprovalPolicy::Ask,
             max_output_bytes: 100 * 1024,
+            cancel_grace: Duration::from_secs(5),
         }
     }
 }
 
-/// Serves calls against one registry on one surface.
+/// What a caller adds to one call: a token that cancels it, and where its progress goes.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Fires when the caller cancels (MCP `notifications/cancelled`).
+    pub cancel: Option<CancellationToken>,
+    /// Receives the call's progress reports.
+    pub progress: Option<ProgressSink>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("cancel", &self.cancel)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// What shutting a run down did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShutdownSummary {
+    /// Calls still running when shutdown began (each was cancelled).
+    pub calls_cancelled: usize,
+    /// Whether every call had ended within the bound.
+    pub calls_ended: bool,
+    /// Resources that stopped within the bound, by name.
+    pub stopped: Vec<String>,
+    /// Resources that did not, by name: what they own is left for the process-level kill.
+    pub timed_out: Vec<String>,
+}
+
+/// Serves calls against one registry on one surface. Cloning it is cheap; clones share calls,
+/// lanes and shutdown.
+#[derive(Clone)]
 pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
     registry: Arc<Registry>,
     options: DispatcherOptions,
-    /// Held while a tool that is not parallel-safe runs (CORE-6).
-    serial: tokio::sync::Mutex<()>,
+    /// One lock per lane (CORE-6).
+    lanes: Mutex<HashMap<Lane, Arc<tokio::sync::Mutex<()>>>>,
+    /// Parent of every call's token: shutdown cancels them all.
+    root: CancellationToken,
+    calls: TaskTracker,
+    closing: AtomicBool,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("options", &self.inner.options)
+            .field("running", &self.inner.calls.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Dispatcher {
     /// A dispatcher over `registry`.
     pub fn new(registry: Registry, options: DispatcherOptions) -> Self {
         Dispatcher {
-            registry: Arc::new(registry),
-            options,
-            serial: tokio::sync::Mutex::new(()),
+            inner: Arc::new(Inner {
+                registry: Arc::new(registry),
+                options,
+                lanes: Mutex::new(HashMap::new()),
+                root: CancellationToken::new(),
+                calls: TaskTracker::new(),
+                closing: AtomicBool::new(false),
+                next_id: AtomicU64::new(1),
+            }),
         }
     }
 
     /// The registry behind this dispatcher.
     pub fn registry(&self) -> &Registry {
-        &self.registry
+        &self.inner.registry
     }
 
     /// The options it was built with.
     pub fn options(&self) -> DispatcherOptions {
-        self.options
+        self.inner.options
     }
 
     /// The tools this surface lists, sorted by name (CORE-4).
     pub fn tools(&self) -> Vec<&ToolSpec> {
-        visible(&self.registry, self.options.surface).collect()
+        visible(&self.inner.registry, self.inner.options.surface).collect()
     }
 
-    /// Runs one call through every stage and returns its result; never panics.
+    /// Runs one call by the model through every stage and returns its result; never panics.
     pub async fn dispatch(&self, call: ToolCall) -> ToolResult {
+        self.dispatch_with(call, CallOptions::default()).await
+    }
+
+    /// [`Dispatcher::dispatch`], with the caller's cancellation and progress sink.
+    pub async fn dispatch_with(&self, call: ToolCall, options: CallOptions) -> ToolResult {
+        let token = self.inner.root.child_token();
+        // The caller's token cancels ours; the link ends with the call.
+        let _link = options.cancel.map(|theirs| {
+            let ours = token.clone();
+            let done = CancellationToken::new();
+            let ended = done.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = theirs.cancelled() => ours.cancel(),
+                    () = ended.cancelled() => {}
+                }
+            });
+            done.drop_guard()
+        });
+        Inner::dispatch(
+            &self.inner,
+            call,
+            Origin::Model,
+            Vec::new(),
+            token,
+            options.progress,
+        )
+        .await
+    }
+
+    /// Whether shutdown has begun: new calls are refused.
+    pub fn is_closing(&self) -> bool {
+        self.inner.closing.load(Ordering::SeqCst)
+    }
+
+    /// Ends the run within `bound`: refuses new calls, cancels running ones and waits for them
+    /// (each gets the cancel grace), then stops the run's registered resources side by side.
+    /// What has not stopped by then is reported, for the process-level kill.
+    pub async fn shutdown(&self, bound: Duration) -> ShutdownSummary {
+        let deadline = Instant::now() + bound;
+        let inner = &self.inner;
+        inner.closing.store(true, Ordering::SeqCst);
+        let calls_cancelled = inner.calls.len();
+        inner.root.cancel();
+        inner.calls.close();
+        let calls_ended = tokio::time::timeout_at(deadline, inner.calls.wait())
+            .await
+            .is_ok();
+        let mut summary = ShutdownSummary {
+            calls_cancelled,
+            calls_ended,
+            ..ShutdownSummary::default()
+        };
+        // Resources stop side by side, so a slow one does not eat the others' time.
+        let stops =
+            inner
+                .registry
+                .run()
+                .take_shutdowns()
+                .into_iter()
+                .map(|(name, resource)| async move {
+                    let stopped = tokio::time::timeout_at(deadline, resource.shutdown())
+                        .await
+                        .is_ok();
+                    (name, stopped)
+                });
+        for (name, stopped) in futures::future::join_all(stops).await {
+            match stopped {
+                true => summary.stopped.push(name),
+                false => summary.timed_out.push(name),
+            }
+        }
+        summary
+    }
+}
+
+/// The handle a running call uses to dispatch nested calls on its run (CORE-8): the same
+/// surface, decoding, approval, lanes, wrappers and output limit as a model's call.
+#[derive(Clone)]
+pub struct Bridge {
+    inner: Weak<Inner>,
+    parent: u64,
+    parent_tool: &'static str,
+    depth: u32,
+    held: Vec<Lane>,
+    cancel: CancellationToken,
+    progress: Option<ProgressSink>,
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("parent", &self.parent)
+            .field("parent_tool", &self.parent_tool)
+            .field("depth", &self.depth)
+            .field("held", &self.held)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bridge {
+    /// Dispatches `call` as a child of the call that owns this bridge. A call into a lane an
+    /// ancestor holds, or one nesting deeper than [`MAX_BRIDGE_DEPTH`], is refused at once.
+    /// Cancelling the parent cancels it.
+    pub async fn call(&self, call: ToolCall) -> ToolResult {
+        let Some(inner) = self.inner.upgrade() else {
+            return ToolResult::error(&ToolError::failed(
+                "the run has ended, so no more tools can be called from here",
+            ));
+        };
+        let depth = self.depth + 1;
+        if depth > MAX_BRIDGE_DEPTH {
+            return ToolResult::error(&ToolError::failed(format!(
+                "`{}` was not run: nested tool calls may go {MAX_BRIDGE_DEPTH} levels deep and \
+                 this one, from `{}`, would be level {depth}; this looks like a loop — call the \
+                 tool from the outer level instead",
+                call.name, self.parent_tool
+            )));
+        }
+        let progress = self.progress.clone().map(|parent| {
+            let tool = call.name.clone();
+            Arc::new(move |progress: Progress| {
+                parent(Progress {
+                    message: format!("`{tool}`: {}", progress.message),
+                    ..progress
+                })
+            }) as ProgressSink
+        });
+        Inner::dispatch(
+            &inner,
+            call,
+            Origin::Bridge {
+                parent: self.parent,
+                parent_tool: self.parent_tool,
+                depth,
+            },
+            self.held.clone(),
+            self.cancel.child_token(),
+            progress,
+        )
+        .await
+    }
+}
+
+impl Inner {
+    /// Runs a call as a task of the dispatcher and waits for it; if this future is dropped
+    /// first, the call's token fires and the task winds down on its own.
+    async fn dispatch(
+        this: &Arc<Inner>,
+        call: ToolCall,
+        origin: Origin,
+        held: Vec<Lane>,
+        token: CancellationToken,
+        progress: Option<ProgressSink>,
+    ) -> ToolResult {
         let name = call.name.clone();
-        let outcome = AssertUnwindSafe(self.dispatch_inner(call))
-            .catch_unwind()
-            .await;
-        let result = match outcome {
+        if this.closing.load(Ordering::SeqCst) {
+            return ToolResult::error(&ToolError::failed(format!(
+                "`{name}` was not run: the run is shutting down"
+            )));
+        }
+        let max = this.options.max_output_bytes;
+        let id = this.next_id.fetch_add(1, Ordering::Relaxed);
+        let task = {
+            let this = Arc::clone(this);
+            let token = token.clone();
+            this.calls
+                .clone()
+                .spawn(async move { this.run_call(call, id, origin, held, token, progress).await })
+        };
+        let guard = token.drop_guard();
+        let result = match task.await {
             Ok(result) => result,
-            Err(panic) => {
-                let message = panic_message(panic.as_ref());
+            Err(error) if error.is_panic() => {
+                let message = panic_message(error.into_panic().as_ref());
                 tracing::error!(tool = %name, %message, "a tool panicked");
                 ToolResult::error(&ToolError::Internal {
                     tool: name,
                     message: format!("the tool panicked: {message}"),
                 })
             }
+            Err(_) => ToolResult::error(&ToolError::Cancelled { tool: name }),
         };
-        limit_output(result, self.options.max_output_bytes)
+        guard.disarm();
+        limit_output(result, max)
     }
 
-    async fn dispatch_inner(&self, call: ToolCall) -> ToolResult {
+    async fn run_call(
+        self: Arc<Self>,
+        call: ToolCall,
+        id: u64,
+        origin: Origin,
+        mut held: Vec<Lane>,
+        token: CancellationToken,
+        progress: Option<ProgressSink>,
+    ) -> ToolResult {
         let registered = match self.lookup(&call.name) {
             Ok(registered) => registered,
             Err(error) => return ToolResult::error(&error),
         };
-        let prepared = match Arc::clone(&registered.tool).prepare(call.arguments.clone()) {
-            Ok(prepared) => prepared,
-            Err(error) => return ToolResult::error(&ToolError::Arguments(error)),
-        };
-        if let Err(error) = self.approve(&registered.spec, &call).await {
+        let run = Arc::clone(self.registry.run());
+        let prepared =
+            match Arc::clone(&registered.tool).prepare(call.arguments.clone(), &run.workspace) {
+                Ok(prepared) => prepared,
+                Err(error) => return ToolResult::error(&ToolError::Arguments(error)),
+            };
+        let spec = &registered.spec;
+        if let Err(error) = self.approve(spec, &call, &origin).await {
             return ToolResult::error(&error);
         }
-        let _serial = match registered.spec.parallel_safe {
-            true => None,
-            false => Some(self.serial.lock().await),
+        let _lane = match spec.lane {
+            None => None,
+            Some(lane) if held.contains(&lane) => {
+                let parent = match &origin {
+                    Origin::Bridge { parent_tool, .. } => *parent_tool,
+                    Origin::Model => "calling",
+                };
+                return ToolResult::error(&ToolError::failed(format!(
+                    "`{}` was not run: it runs on the `{lane}` lane, which the `{parent}` call \
+                     that made this nested call already holds, so it would wait on itself; \
+                     make this call after that one returns",
+                    spec.name
+                )));
+            }
+            Some(lane) => {
+                let lock = self.lane(lane);
+                tokio::select! {
+                    guard = lock.lock_owned() => {
+                        held.push(lane);
+                        Some(guard)
+                    }
+                    () = token.cancelled() => {
+                        return ToolResult::error(&ToolError::Cancelled {
+                            tool: call.name.clone(),
+                        });
+                    }
+                }
+            }
         };
+        let depth = origin.depth();
         let context = CallContext {
-            run: Arc::clone(self.registry.run()),
+            run,
+            id,
+            tool: spec.name,
+            origin,
+            cancel: token.clone(),
+            progress: progress.clone(),
+            held: held.clone(),
+            bridge: Some(Bridge {
+                inner: Arc::downgrade(&self),
+                parent: id,
+                parent_tool: spec.name,
+                depth,
+                held,
+                cancel: token.clone(),
+                progress,
+            }),
         };
         let wrappers: Vec<&dyn Wrapper> = self
             .registry
             .wrappers
             .iter()
-            .filter(|wrapper| wrapper.wraps(&call.name))
+            .filter(|wrapper| wrapper.wraps(spec))
             .map(|wrapper| wrapper.as_ref())
             .collect();
+        let writes = prepared.writes;
+        let run = prepared.run;
         let innermost: Next<'_> = {
             let context = context.clone();
             Box::new(move || {
                 Box::pin(async move {
-                    match prepared(context).await {
+                    match run(context).await {
                         Ok(result) => result,
                         Err(error) => ToolResult::error(&error),
                     }
                 })
             })
         };
-        run_chain(&wrappers, &context, &call, innermost).await
+        let chain = context
+            .clone()
+            .scope(run_chain(&wrappers, &context, &call, &writes, innermost));
+        tokio::pin!(chain);
+        let cancelled = || {
+            ToolResult::error(&ToolError::Cancelled {
+                tool: call.name.clone(),
+            })
+        };
+        tokio::select! {
+            result = &mut chain => result,
+            () = token.cancelled() => {
+                if !registered.tool.graceful_cancel() {
+                    return cancelled();
+                }
+                // The tool stops by itself: give it the grace, then drop it.
+                match tokio::time::timeout(self.options.cancel_grace, &mut chain).await {
+                    Ok(result) => result,
+                    Err(_) => cancelled(),
+                }
+            }
+        }
+    }
+
+    fn lane(&self, lane: Lane) -> Arc<tokio::sync::Mutex<()>> {
+        let mut lanes = self
+            .lanes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(lanes.entry(lane).or_default())
     }
 
     fn lookup(&self, name: &str) -> Result<&Registered, ToolError> {
@@ -176,7 +506,12 @@ impl Dispatcher {
     }
 
     /// The approval gate (CORE-5): the only place a write or exec call is allowed or refused.
-    async fn approve(&self, spec: &ToolSpec, call: &ToolCall) -> Result<(), ToolError> {
+    async fn approve(
+        &self,
+        spec: &ToolSpec,
+        call: &ToolCall,
+        origin: &Origin,
+    ) -> Result<(), ToolError> {
         if !spec.tier.needs_approval() {
             return Ok(());
         }
@@ -205,9 +540,17 @@ impl Dispatcher {
                     "Allow the agent to run `{}` ({} tier)?",
                     spec.name, spec.tier
                 );
-                let (number, answer) = questions
-                    .ask_permission(question, Some(describe_arguments(&call.arguments)))
-                    .await;
+                let mut details = describe_arguments(&call.arguments);
+                if let Origin::Bridge {
+                    parent_tool, depth, ..
+                } = origin
+                {
+                    details = format!(
+                        "Requested by a running `{parent_tool}` call, not by the model directly \
+                         (nesting level {depth}).\n{details}"
+                    );
+                }
+                let (number, answer) = questions.ask_permission(question, Some(details)).await;
                 if answer.allows() {
                     return Ok(());
                 }
@@ -244,13 +587,15 @@ fn run_chain<'a>(
     wrappers: &'a [&'a dyn Wrapper],
     context: &'a CallContext,
     call: &'a ToolCall,
+    writes: &'a Writes,
     innermost: Next<'a>,
 ) -> BoxFuture<'a, ToolResult> {
     match wrappers.split_first() {
         None => innermost(),
         Some((outer, inner)) => {
-            let next: Next<'a> = Box::new(move || run_chain(inner, context, call, innermost));
-            outer.around(context, call, next)
+            let next: Next<'a> =
+                Box::new(move || run_chain(inner, context, call, writes, innermost));
+            outer.around(context, call, writes, next)
         }
     }
 }

@@ -41,6 +41,13 @@ pub enum ToolError {
         resolved: PathBuf,
         root: PathBuf,
     },
+    /// The call was cancelled (by the client, its caller going away, or the run ending)
+    /// before it finished; what it had done by then stays done.
+    #[error(
+        "`{tool}` was cancelled before it finished; anything it had already changed stays \
+         changed — check before calling it again"
+    )]
+    Cancelled { tool: String },
     /// Something in the runtime broke while serving the call; not the model's fault.
     #[error("internal error in `{tool}`: {message}; the call may be retried")]
     Internal { tool: String, message: String },

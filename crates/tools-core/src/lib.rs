@@ -6,6 +6,7 @@
 //! [`RegistryBuilder`].
 
 mod approval;
+mod context;
 mod dispatch;
 mod error;
 mod question;
@@ -19,13 +20,20 @@ mod written;
 
 pub use crate::{
     approval::ApprovalPolicy,
-    dispatch::{Dispatcher, DispatcherOptions, Next, ToolCall, Wrapper},
+    context::{CallContext, Origin, Progress, ProgressSink, report_progress},
+    dispatch::{
+        Bridge, CallOptions, Dispatcher, DispatcherOptions, MAX_BRIDGE_DEPTH, Next,
+        ShutdownSummary, ToolCall, Wrapper,
+    },
     error::{ArgumentError, Error, Result, ToolError},
     question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
-    registry::{Registry, RegistryBuilder, Run, ToolSpec},
+    registry::{Registry, RegistryBuilder, Run, Shutdown, ToolSpec},
     schema::{schema_for, schema_signature, type_signature},
     tier::{Surface, Tier},
-    tool::{AnyTool, CallContext, Image, PreparedCall, Tool, ToolOutput, ToolResult},
-    workspace::{FileChange, Workspace},
+    tool::{AnyTool, Image, Lane, PreparedCall, Tool, ToolOutput, ToolResult, Writes},
+    workspace::{
+        Change, CommitError, ContentHash, Expect, FileChange, Previous, Snapshot, UpdateError,
+        Workspace,
+    },
     written::{CheckedFile, WriteDiagnostics, WrittenDiagnostic},
 };

@@ -2,21 +2,97 @@
 //! (CORE-1): a family registers its tools only when the resource under them is bound.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::{AnyTool, Questions, Tier, Tool, Workspace, Wrapper};
+use crate::{AnyTool, Lane, Questions, Tier, Tool, Workspace, Wrapper};
 
 /// One agent run: the workspace and the resources bound to it that more than one family uses.
 /// A family's own resource (a language-server supervisor, a kernel factory) lives in that
-/// family's tools, handed to its `register` function.
+/// family's tools, handed to its `register` function; it registers its shutdown here.
 pub struct Run {
     /// The root every path is confined to.
     pub workspace: Workspace,
     /// The question port with its card counter, when a person can be asked at all.
     pub questions: Option<Arc<Questions>>,
+    /// The conversation this run serves (one per `serve` connection): debug sessions and
+    /// workers are keyed by it (DBG-1, DBG-4).
+    pub conversation: String,
+    /// The command line prefix that runs a program inside the conversation's sandbox, when it
+    /// has one (EVAL-9); processes of the run are started through it.
+    pub sandbox: Option<Vec<String>>,
+    shutdowns: Mutex<Vec<(String, Arc<dyn Shutdown>)>>,
+}
+
+/// A resource bound to a run that must be stopped when the run ends (a language-server
+/// supervisor, kernels, debug sessions, workers).
+pub trait Shutdown: Send + Sync + 'static {
+    /// Stops it: ends its calls, its sessions and its processes. The run bounds how long this
+    /// may take and kills what is left after.
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
+
+impl Run {
+    /// A run over `workspace`, with no person to ask, conversation `default`, no sandbox.
+    pub fn new(workspace: Workspace) -> Self {
+        Run {
+            workspace,
+            questions: None,
+            conversation: "default".to_owned(),
+            sandbox: None,
+            shutdowns: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same run, with a question port.
+    pub fn with_questions(mut self, questions: Option<Arc<Questions>>) -> Self {
+        self.questions = questions;
+        self
+    }
+
+    /// The same run, serving conversation `id`.
+    pub fn with_conversation(mut self, id: impl Into<String>) -> Self {
+        self.conversation = id.into();
+        self
+    }
+
+    /// The same run, starting its processes through `prefix` (EVAL-9).
+    pub fn with_sandbox(mut self, prefix: Option<Vec<String>>) -> Self {
+        self.sandbox = prefix.filter(|argv| !argv.is_empty());
+        self
+    }
+
+    /// Registers a resource to stop when the run ends; `name` says what it is in reports
+    /// ("language servers"). All are stopped side by side when the run shuts down.
+    pub fn on_shutdown(&self, name: impl Into<String>, resource: Arc<dyn Shutdown>) {
+        if let Ok(mut shutdowns) = self.shutdowns.lock() {
+            shutdowns.push((name.into(), resource));
+        }
+    }
+
+    /// Takes every registered shutdown, newest first (each runs once).
+    pub(crate) fn take_shutdowns(&self) -> Vec<(String, Arc<dyn Shutdown>)> {
+        let mut taken = self
+            .shutdowns
+            .lock()
+            .map(|mut shutdowns| std::mem::take(&mut *shutdowns))
+            .unwrap_or_default();
+        taken.reverse();
+        taken
+    }
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("workspace", &self.workspace)
+            .field("conversation", &self.conversation)
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a surface lists about a tool: everything but the code.
@@ -26,8 +102,10 @@ pub struct ToolSpec {
     pub name: &'static str,
     /// What it may do.
     pub tier: Tier,
-    /// Whether calls may overlap (CORE-6).
-    pub parallel_safe: bool,
+    /// The lane its calls serialise on (CORE-6); `None`: calls overlap.
+    pub lane: Option<Lane>,
+    /// Whether its calls may write files (diagnostics on write wraps these).
+    pub writes_files: bool,
     /// What the model reads: the input type's doc comment.
     pub description: String,
     /// The input schema, without the description (which is above).
@@ -48,7 +126,8 @@ impl ToolSpec {
         ToolSpec {
             name: tool.name(),
             tier: tool.tier(),
-            parallel_safe: tool.parallel_safe(),
+            lane: tool.lane(),
+            writes_files: tool.writes_files(),
             description,
             input_schema,
             output_schema,
@@ -99,7 +178,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds a wrapper around the tools it names (diagnostics on write plugs in here).
+    /// Adds a wrapper around the tools it chooses (diagnostics on write plugs in here).
     pub fn wrap(&mut self, wrapper: Arc<dyn Wrapper>) -> &mut Self {
         self.wrappers.push(wrapper);
         self

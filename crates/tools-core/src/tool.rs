@@ -10,21 +10,7 @@ use schemars::JsonSchema;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use crate::{ArgumentError, Run, Tier, ToolError, Workspace, schema_for, schema_signature};
-
-/// What every call can reach: the run and its workspace.
-#[derive(Clone)]
-pub struct CallContext {
-    /// The run the call belongs to.
-    pub run: Arc<Run>,
-}
-
-impl CallContext {
-    /// The workspace every path argument is confined to.
-    pub fn workspace(&self) -> &Workspace {
-        &self.run.workspace
-    }
-}
+use crate::{ArgumentError, CallContext, Tier, ToolError, Workspace, schema_for, schema_signature};
 
 /// A tool as a family writes it: typed input and output, a name, a tier.
 ///
@@ -39,8 +25,24 @@ pub trait Tool: Send + Sync + 'static {
     const NAME: &'static str;
     /// What the tool may do (CORE-3).
     const TIER: Tier;
-    /// Whether calls may overlap; `false` serialises them per run (CORE-6).
-    const PARALLEL_SAFE: bool = true;
+    /// The lane its calls serialise on, one lock per lane per run (CORE-6); `None` lets
+    /// calls overlap freely.
+    const LANE: Option<Lane> = None;
+    /// Whether a call may write files; diagnostics on write (LSP-6) wraps exactly these.
+    const WRITES_FILES: bool = false;
+    /// Whether the tool stops by itself when its call's cancellation token fires (interrupts a
+    /// kernel, pauses a debuggee); dispatch then waits the cancel grace for it to return before
+    /// dropping it. Tools that never look at the token are dropped at once.
+    const GRACEFUL_CANCEL: bool = false;
+
+    /// The files a call will write, from its decoded arguments, resolved in `workspace`; known
+    /// before the call runs, so wrappers can act first (diagnostics on write takes the
+    /// baseline of these). Paths that do not resolve are left out: the call itself reports
+    /// them.
+    fn writes(&self, input: &Self::Input, workspace: &Workspace) -> Writes {
+        let _ = (input, workspace);
+        Writes::default()
+    }
 
     /// Runs one call with decoded arguments.
     fn call(
@@ -151,9 +153,60 @@ impl ToolResult {
     }
 }
 
-/// A call whose arguments decoded, ready to run.
-pub type PreparedCall =
-    Box<dyn FnOnce(CallContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send>;
+/// A named lane calls serialise on (CORE-6): one lock per lane per run, so a five-minute cell
+/// holds `eval` and never blocks `debug`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Lane(&'static str);
+
+impl Lane {
+    /// The debugger's lane (`debug`).
+    pub const DEBUG: Lane = Lane("debug");
+    /// The kernels' lane (`eval`).
+    pub const EVAL: Lane = Lane("eval");
+
+    /// A lane of another name.
+    pub const fn new(name: &'static str) -> Self {
+        Lane(name)
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Lane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// The files a call declares it will write, before it runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Writes {
+    /// Absolute paths inside the workspace, as its arguments name them.
+    pub files: Vec<PathBuf>,
+    /// Whether it may also write files its arguments do not name (a rename's other files);
+    /// those are known only from its result's `touched`.
+    pub more: bool,
+}
+
+/// A call whose arguments decoded, ready to run: what it will write, and the call itself.
+pub struct PreparedCall {
+    /// The files it declared (empty for tools that do not write).
+    pub writes: Writes,
+    /// Runs it.
+    pub run:
+        Box<dyn FnOnce(CallContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send>,
+}
+
+impl std::fmt::Debug for PreparedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedCall")
+            .field("writes", &self.writes)
+            .finish_non_exhaustive()
+    }
+}
 
 /// The object-safe twin of [`Tool`], implemented for every `Tool` by a blanket impl, so the
 /// registry can hold `Arc<dyn AnyTool>`.
@@ -162,14 +215,22 @@ pub trait AnyTool: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     /// The tool's tier.
     fn tier(&self) -> Tier;
-    /// Whether calls may overlap.
-    fn parallel_safe(&self) -> bool;
+    /// The lane its calls serialise on.
+    fn lane(&self) -> Option<Lane>;
+    /// Whether a call may write files.
+    fn writes_files(&self) -> bool;
+    /// Whether it stops by itself on cancellation.
+    fn graceful_cancel(&self) -> bool;
     /// The input schema (its `description` is the tool's description).
     fn input_schema(&self) -> serde_json::Map<String, Value>;
     /// The output schema.
     fn output_schema(&self) -> serde_json::Map<String, Value>;
     /// Decodes arguments; a failure names the field and the expected shape (CORE-7).
-    fn prepare(self: Arc<Self>, arguments: Value) -> Result<PreparedCall, ArgumentError>;
+    fn prepare(
+        self: Arc<Self>,
+        arguments: Value,
+        workspace: &Workspace,
+    ) -> Result<PreparedCall, ArgumentError>;
 }
 
 impl<T: Tool> AnyTool for T {
@@ -181,8 +242,16 @@ impl<T: Tool> AnyTool for T {
         T::TIER
     }
 
-    fn parallel_safe(&self) -> bool {
-        T::PARALLEL_SAFE
+    fn lane(&self) -> Option<Lane> {
+        T::LANE
+    }
+
+    fn writes_files(&self) -> bool {
+        T::WRITES_FILES
+    }
+
+    fn graceful_cancel(&self) -> bool {
+        T::GRACEFUL_CANCEL
     }
 
     fn input_schema(&self) -> serde_json::Map<String, Value> {
@@ -193,7 +262,11 @@ impl<T: Tool> AnyTool for T {
         schema_for::<T::Output>()
     }
 
-    fn prepare(self: Arc<Self>, arguments: Value) -> Result<PreparedCall, ArgumentError> {
+    fn prepare(
+        self: Arc<Self>,
+        arguments: Value,
+        workspace: &Workspace,
+    ) -> Result<PreparedCall, ArgumentError> {
         // A missing arguments object is an empty one: tools whose fields are all optional
         // can then be called bare, and the others say which field is missing.
         let arguments = if arguments.is_null() {
@@ -210,7 +283,11 @@ impl<T: Tool> AnyTool for T {
                 expected: schema_signature(&schema_for::<T::Input>()),
             }
         })?;
-        Ok(Box::new(move |context| {
+        let writes = match T::WRITES_FILES {
+            true => self.writes(&input, workspace),
+            false => Writes::default(),
+        };
+        let run = Box::new(move |context: CallContext| -> BoxFuture<'static, _> {
             Box::pin(async move {
                 let output = self.call(context, input).await?;
                 let structured = serde_json::to_value(&output.structured).map_err(|error| {
@@ -228,6 +305,7 @@ impl<T: Tool> AnyTool for T {
                     previous: output.previous,
                 })
             })
-        }))
+        });
+        Ok(PreparedCall { writes, run })
     }
 }

@@ -1,15 +1,24 @@
 //! The workspace root every path argument is confined to (PROD-5), and the one way files are
-//! written: atomically, each through a temp file and a rename, and several files all or nothing.
+//! written: under the workspace's write lock, each file checked against the content its writer
+//! computed from and confined again on its resolved path, then written through a temp file and
+//! a rename, several files all or nothing.
 
+use std::collections::HashMap;
 use std::io::Write;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use sha2::{Digest, Sha256};
 
 use crate::{Error, Result, ToolError};
 
-/// The root of the run's workspace, canonical, with path confinement and atomic writes.
+/// The root of the run's workspace, canonical, with path confinement and safe writes. Clones
+/// (and every `Workspace` opened on the same root in this process) share one write lock.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    lock: Arc<Mutex<()>>,
 }
 
 /// One file's change in an all-or-nothing write.
@@ -19,6 +28,243 @@ pub enum FileChange {
     Write(Vec<u8>),
     /// Remove the file.
     Delete,
+}
+
+/// A digest of a file's bytes: what a writer read, checked again when it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ContentHash([u8; 32]);
+
+impl ContentHash {
+    /// The hash of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        ContentHash(Sha256::digest(bytes).into())
+    }
+}
+
+/// A file as read: its bytes and their hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The bytes, or `None` when the file does not exist.
+    pub bytes: Option<Vec<u8>>,
+    /// What [`Workspace::commit`] should expect to find for this read to still hold.
+    pub expect: Expect,
+}
+
+/// What a file must hold at commit time for a change computed from it to land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Whatever it holds (a whole-file write that does not depend on the old text).
+    Anything,
+    /// It must not exist (creating a file).
+    Absent,
+    /// It must hold exactly these bytes.
+    Content(ContentHash),
+}
+
+impl Expect {
+    /// What reading `bytes` (None: no file) implies.
+    pub fn of(bytes: Option<&[u8]>) -> Self {
+        match bytes {
+            None => Expect::Absent,
+            Some(bytes) => Expect::Content(ContentHash::of(bytes)),
+        }
+    }
+
+    fn holds(&self, current: Option<&[u8]>) -> bool {
+        match (self, current) {
+            (Expect::Anything, _) => true,
+            (Expect::Absent, current) => current.is_none(),
+            (Expect::Content(_), None) => false,
+            (Expect::Content(hash), Some(bytes)) => ContentHash::of(bytes) == *hash,
+        }
+    }
+}
+
+/// One file of a commit: the path (absolute, as [`Workspace::resolve`] or
+/// [`Workspace::confine`] gave it), what it must hold, and the change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The file.
+    pub path: PathBuf,
+    /// What it must hold for the change to land.
+    pub expect: Expect,
+    /// The change.
+    pub change: FileChange,
+}
+
+impl Change {
+    /// A change that lands whatever the file holds.
+    pub fn anyway(path: PathBuf, change: FileChange) -> Self {
+        Change {
+            path,
+            expect: Expect::Anything,
+            change,
+        }
+    }
+}
+
+/// What a file held before a commit changed it (`None`: it did not exist).
+pub type Previous = Vec<(PathBuf, Option<Vec<u8>>)>;
+
+/// Why a commit did not land, or landed only in part.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// A file no longer holds what the change was computed from; nothing was written.
+    #[error("{} changed since it was read (now {found}); nothing was written", path.display())]
+    Conflict {
+        /// The file.
+        path: PathBuf,
+        /// What it holds now, in words ("different text", "no file").
+        found: &'static str,
+    },
+    /// A path now resolves somewhere else than when the call resolved it (a folder on the way
+    /// was replaced by a symlink); nothing was written.
+    #[error("{} now resolves to {} (a symlink on the way changed); nothing was written", path.display(), resolved.display())]
+    Redirected {
+        /// The path as resolved before.
+        path: PathBuf,
+        /// Where it leads now.
+        resolved: PathBuf,
+    },
+    /// A path resolves outside the workspace at commit time; nothing was written (PROD-5).
+    #[error("{} resolves to {}, outside the workspace root; nothing was written", path.display(), resolved.display())]
+    Outside {
+        /// The path as given.
+        path: PathBuf,
+        /// Where it leads.
+        resolved: PathBuf,
+    },
+    /// A path is not a regular file (a folder, a named pipe, a socket, a device).
+    #[error("{} is {kind}, not a regular file; nothing was written", path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// Writing failed and everything already replaced was restored: nothing changed.
+    #[error("cannot {action} {}: {source}; nothing was changed", path.display())]
+    Failed {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// Writing failed part way and restoring what was already replaced failed too: the
+    /// files are left in a mixed state.
+    #[error(
+        "cannot {action} {}: {source}; restoring the files already changed failed too, so \
+         they are left changed: {} (restored: {})",
+        path.display(),
+        describe_unrestored(unrestored),
+        describe_paths(restored)
+    )]
+    RollbackFailed {
+        /// What was being done when it failed.
+        action: &'static str,
+        /// The file it failed on.
+        path: PathBuf,
+        /// The IO error.
+        source: std::io::Error,
+        /// Files changed and then restored.
+        restored: Vec<PathBuf>,
+        /// Files changed that could not be restored, with the error.
+        unrestored: Vec<(PathBuf, String)>,
+    },
+}
+
+fn describe_paths(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "none".to_owned();
+    }
+    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    shown.join(", ")
+}
+
+fn describe_unrestored(unrestored: &[(PathBuf, String)]) -> String {
+    let shown: Vec<String> = unrestored
+        .iter()
+        .map(|(path, error)| format!("{} ({error})", path.display()))
+        .collect();
+    shown.join(", ")
+}
+
+impl CommitError {
+    /// The failure as the model reads it, paths workspace-relative, with what to do next.
+    pub fn to_tool_error(&self, workspace: &Workspace) -> ToolError {
+        let shown = |path: &Path| workspace.display(path);
+        let message = match self {
+            CommitError::Conflict { path, found } => format!(
+                "{} changed since this call read it (it now has {found}), so nothing was \
+                 written; read it again and redo the change on its current text",
+                shown(path)
+            ),
+            CommitError::Redirected { path, resolved } => format!(
+                "{} now leads to {} (a folder on its way was replaced by a symlink), so \
+                 nothing was written; check the folder and call again",
+                shown(path),
+                shown(resolved)
+            ),
+            CommitError::Outside { path, resolved } => format!(
+                "{} resolves to {}, which is outside the workspace root {} (through a \
+                 symlink), so nothing was written; only files inside the workspace can be \
+                 changed",
+                shown(path),
+                resolved.display(),
+                workspace.root().display()
+            ),
+            CommitError::NotRegular { path, kind } => format!(
+                "{} is {kind}, not a regular file, so nothing was written; give the path of \
+                 a regular file",
+                shown(path)
+            ),
+            CommitError::Failed {
+                action,
+                path,
+                source,
+            } => format!(
+                "cannot {action} {}: {source}; nothing was changed",
+                shown(path)
+            ),
+            CommitError::RollbackFailed {
+                action,
+                path,
+                source,
+                restored,
+                unrestored,
+            } => {
+                let left: Vec<String> = unrestored
+                    .iter()
+                    .map(|(path, error)| format!("{} ({error})", shown(path)))
+                    .collect();
+                let back: Vec<String> = restored.iter().map(|p| shown(p)).collect();
+                format!(
+                    "cannot {action} {}: {source}; putting back the files already changed \
+                     failed too, so these files are left with the NEW text: {}{} — read them \
+                     and repair by hand before anything else",
+                    shown(path),
+                    left.join(", "),
+                    match back.is_empty() {
+                        true => String::new(),
+                        false => format!(" (restored: {})", back.join(", ")),
+                    }
+                )
+            }
+        };
+        ToolError::failed(message)
+    }
+}
+
+/// One write lock per workspace root in this process.
+fn lock_for(root: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    Arc::clone(locks.entry(root.to_path_buf()).or_default())
 }
 
 impl Workspace {
@@ -35,7 +281,8 @@ impl Workspace {
                 source: std::io::Error::other("not a directory"),
             });
         }
-        Ok(Workspace { root })
+        let lock = lock_for(&root);
+        Ok(Workspace { root, lock })
     }
 
     /// The canonical root.
@@ -55,7 +302,23 @@ impl Workspace {
                 "the path is empty: give a path relative to the workspace root, e.g. `src/main.rs`",
             ));
         }
-        let joined = self.root.join(given);
+        if given.contains('\0') {
+            return Err(ToolError::failed(format!(
+                "the path {given:?} contains a NUL character; give a plain path relative to \
+                 the workspace root"
+            )));
+        }
+        self.confine_as(Path::new(given), given)
+    }
+
+    /// [`Workspace::resolve`] for a path that came from elsewhere (a language server's edit,
+    /// a staged change): every path a tool writes goes through here or `resolve`.
+    pub fn confine(&self, path: &Path) -> Result<PathBuf, ToolError> {
+        self.confine_as(path, &path.to_string_lossy())
+    }
+
+    fn confine_as(&self, path: &Path, given: &str) -> Result<PathBuf, ToolError> {
+        let joined = self.root.join(path);
         let lexical = normalize(&joined);
         let outside = |resolved: PathBuf| ToolError::OutsideWorkspace {
             given: given.to_owned(),
@@ -82,68 +345,177 @@ impl Workspace {
         }
     }
 
-    /// Writes one file atomically: a temp file beside it, then a rename. Parents are created.
-    pub fn write_atomic(&self, path: &Path, contents: &[u8]) -> Result<()> {
-        let io = |action: &'static str, source| Error::Io {
-            action,
-            path: path.to_owned(),
-            source,
-        };
-        let parent = path
-            .parent()
-            .ok_or_else(|| io("write", std::io::Error::other("the path has no parent")))?;
-        std::fs::create_dir_all(parent).map_err(|e| io("create the folder of", e))?;
-        let mut temp = tempfile_in(parent).map_err(|e| io("create a temp file beside", e))?;
-        // Keep the file's permissions: an executable script stays executable after an edit.
-        if let Ok(metadata) = std::fs::metadata(path) {
-            let _ = std::fs::set_permissions(&temp.path, metadata.permissions());
+    /// Refuses what is not a regular file or a folder — a named pipe, a socket, a device —
+    /// before anything opens it: opening a FIFO blocks until a writer comes. A path that does
+    /// not exist passes.
+    pub fn check_regular(&self, path: &Path) -> Result<(), ToolError> {
+        match special_kind(path) {
+            None => Ok(()),
+            Some(kind) => Err(ToolError::failed(format!(
+                "{} is {kind}, not a regular file; these tools read and write regular files \
+                 only — give another path",
+                self.display(path)
+            ))),
         }
-        temp.file
-            .write_all(contents)
-            .and_then(|()| temp.file.sync_all())
-            .map_err(|e| io("write", e))?;
-        std::fs::rename(&temp.path, path).map_err(|e| io("replace", e))?;
-        temp.persisted = true;
-        Ok(())
     }
 
-    /// Applies several changes all or nothing: the new contents are first written to temp
-    /// files beside their targets, then renamed into place one by one; if a rename fails,
-    /// the files already replaced get their old contents back and the error is returned.
-    /// On success, returns each path with the contents it had before (`None`: it was new).
-    pub fn commit(
+    /// Reads a file as a writer will depend on it: its bytes (None when it does not exist)
+    /// and what a commit must expect. Special files are refused unopened.
+    pub fn read(&self, path: &Path) -> Result<Snapshot, ToolError> {
+        self.check_regular(path)?;
+        match std::fs::read(path) {
+            Ok(bytes) => Ok(Snapshot {
+                expect: Expect::of(Some(&bytes)),
+                bytes: Some(bytes),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Snapshot {
+                bytes: None,
+                expect: Expect::Absent,
+            }),
+            Err(_) if path.is_dir() => Err(ToolError::failed(format!(
+                "{} is a directory, not a file; give a file path",
+                self.display(path)
+            ))),
+            Err(e) => Err(ToolError::failed(format!(
+                "cannot read {}: {e}",
+                self.display(path)
+            ))),
+        }
+    }
+
+    /// [`Workspace::read`] off the async threads.
+    pub async fn read_async(&self, path: PathBuf) -> Result<Snapshot, ToolError> {
+        let workspace = self.clone();
+        blocking(move || workspace.read(&path)).await?
+    }
+
+    /// Applies several changes all or nothing, under the workspace's write lock: each path is
+    /// confined again on what it resolves to now, checked to be a regular file (or absent),
+    /// and checked to hold what its change expects; only then are the new contents written to
+    /// temp files beside their targets and renamed into place one by one. If a step fails,
+    /// files already replaced get their old contents back and folders the commit created are
+    /// removed. On success, returns each path with the contents it had before.
+    pub fn commit(&self, changes: &[Change]) -> Result<Previous, CommitError> {
+        let _guard = self.write_lock();
+        self.commit_locked(changes)
+    }
+
+    /// [`Workspace::commit`] off the async threads.
+    pub async fn commit_async(&self, changes: Vec<Change>) -> Result<Previous, CommitError> {
+        let workspace = self.clone();
+        blocking(move || workspace.commit(&changes))
+            .await
+            .unwrap_or_else(|error| {
+                Err(CommitError::Failed {
+                    action: "write",
+                    path: self.root.clone(),
+                    source: std::io::Error::other(error.to_string()),
+                })
+            })
+    }
+
+    /// Reads, computes and writes as one step under the write lock, so no other writer of
+    /// this process lands between the read and the write: `compute` reads what it needs
+    /// (through [`Workspace::read`]) and returns the changes and a value for the caller.
+    pub fn update<T, E>(
         &self,
-        changes: &[(PathBuf, FileChange)],
-    ) -> Result<Vec<(PathBuf, Option<Vec<u8>>)>> {
-        let mut staged = Vec::with_capacity(changes.len());
-        for (path, change) in changes {
-            let io = |action: &'static str, source| Error::Io {
-                action,
-                path: path.clone(),
-                source,
-            };
+        compute: impl FnOnce(&Workspace) -> std::result::Result<(Vec<Change>, T), E>,
+    ) -> std::result::Result<(Previous, T), UpdateError<E>> {
+        let _guard = self.write_lock();
+        let (changes, value) = compute(self).map_err(UpdateError::Compute)?;
+        let previous = self.commit_locked(&changes).map_err(UpdateError::Commit)?;
+        Ok((previous, value))
+    }
+
+    /// [`Workspace::update`] off the async threads.
+    pub async fn update_async<T, E>(
+        &self,
+        compute: impl FnOnce(&Workspace) -> std::result::Result<(Vec<Change>, T), E> + Send + 'static,
+    ) -> std::result::Result<(Previous, T), UpdateError<E>>
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        let workspace = self.clone();
+        match tokio::task::spawn_blocking(move || workspace.update(compute)).await {
+            Ok(outcome) => outcome,
+            Err(error) => Err(UpdateError::Commit(CommitError::Failed {
+                action: "write",
+                path: self.root.clone(),
+                source: std::io::Error::other(error.to_string()),
+            })),
+        }
+    }
+
+    fn write_lock(&self) -> MutexGuard<'_, ()> {
+        self.lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn commit_locked(&self, changes: &[Change]) -> Result<Previous, CommitError> {
+        // Everything is checked before anything is written.
+        let mut originals = Vec::with_capacity(changes.len());
+        for change in changes {
+            let path = &change.path;
+            let resolved = resolve_existing_prefix(&normalize(path));
+            if !resolved.starts_with(&self.root) {
+                return Err(CommitError::Outside {
+                    path: path.clone(),
+                    resolved,
+                });
+            }
+            if resolved != *path {
+                return Err(CommitError::Redirected {
+                    path: path.clone(),
+                    resolved,
+                });
+            }
+            if let Some(kind) = special_kind(path).or_else(|| path.is_dir().then_some("a folder")) {
+                return Err(CommitError::NotRegular {
+                    path: path.clone(),
+                    kind,
+                });
+            }
             let original = match std::fs::read(path) {
                 Ok(bytes) => Some(bytes),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(io("read", e)),
-            };
-            let temp = match change {
-                FileChange::Write(contents) => {
-                    let parent = path
-                        .parent()
-                        .ok_or_else(|| io("write", std::io::Error::other("no parent")))?;
-                    std::fs::create_dir_all(parent).map_err(|e| io("create the folder of", e))?;
-                    let mut temp =
-                        tempfile_in(parent).map_err(|e| io("create a temp file beside", e))?;
-                    if let Ok(metadata) = std::fs::metadata(path) {
-                        let _ = std::fs::set_permissions(&temp.path, metadata.permissions());
-                    }
-                    temp.file
-                        .write_all(contents)
-                        .and_then(|()| temp.file.sync_all())
-                        .map_err(|e| io("write", e))?;
-                    Some(temp)
+                Err(source) => {
+                    return Err(CommitError::Failed {
+                        action: "read",
+                        path: path.clone(),
+                        source,
+                    });
                 }
+            };
+            if !change.expect.holds(original.as_deref()) {
+                return Err(CommitError::Conflict {
+                    path: path.clone(),
+                    found: match original {
+                        None => "no file",
+                        Some(_) => "different text",
+                    },
+                });
+            }
+            originals.push(original);
+        }
+        let mut created_dirs: Vec<PathBuf> = Vec::new();
+        let mut staged = Vec::with_capacity(changes.len());
+        for (change, original) in changes.iter().zip(originals) {
+            let path = &change.path;
+            let temp = match &change.change {
+                FileChange::Write(contents) => match stage(path, contents, &mut created_dirs) {
+                    Ok(temp) => Some(temp),
+                    Err((action, source)) => {
+                        drop(staged);
+                        remove_created(&created_dirs);
+                        return Err(CommitError::Failed {
+                            action,
+                            path: path.clone(),
+                            source,
+                        });
+                    }
+                },
                 FileChange::Delete => None,
             };
             staged.push((path, original, temp));
@@ -152,26 +524,40 @@ impl Workspace {
         for (path, original, temp) in staged.iter_mut() {
             let path: &PathBuf = path;
             let outcome = match temp {
-                Some(temp) => std::fs::rename(&temp.path, path).map(|()| temp.persisted = true),
+                Some(temp) => faults::rename(&temp.path, path).map(|()| temp.persisted = true),
                 None => std::fs::remove_file(path),
             };
             if let Err(source) = outcome {
+                let action = match temp {
+                    Some(_) => "replace",
+                    None => "remove",
+                };
+                let mut restored = Vec::new();
+                let mut unrestored = Vec::new();
                 for (replaced, original) in done.into_iter().rev() {
-                    let restored = match original {
-                        Some(bytes) => self.write_atomic(replaced, &bytes),
-                        None => std::fs::remove_file(replaced).map_err(|source| Error::Io {
-                            action: "remove",
-                            path: replaced.clone(),
-                            source,
-                        }),
+                    let outcome = match original {
+                        Some(bytes) => restore(replaced, &bytes),
+                        None => std::fs::remove_file(replaced),
                     };
-                    if let Err(error) = restored {
-                        tracing::error!(%error, "rolling back a partly applied change failed");
+                    match outcome {
+                        Ok(()) => restored.push(replaced.clone()),
+                        Err(error) => unrestored.push((replaced.clone(), error.to_string())),
                     }
                 }
-                return Err(Error::Io {
-                    action: "replace",
-                    path: path.to_path_buf(),
+                drop(staged);
+                if !unrestored.is_empty() {
+                    return Err(CommitError::RollbackFailed {
+                        action,
+                        path: path.clone(),
+                        source,
+                        restored,
+                        unrestored,
+                    });
+                }
+                remove_created(&created_dirs);
+                return Err(CommitError::Failed {
+                    action,
+                    path: path.clone(),
                     source,
                 });
             }
@@ -181,6 +567,129 @@ impl Workspace {
             .into_iter()
             .map(|(path, original)| (path.clone(), original))
             .collect())
+    }
+}
+
+/// Why [`Workspace::update`] did not land: the computation refused, or the commit failed.
+#[derive(Debug)]
+pub enum UpdateError<E> {
+    /// The caller's computation failed; nothing was written.
+    Compute(E),
+    /// The commit failed.
+    Commit(CommitError),
+}
+
+/// Runs blocking file work on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::result::Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| ToolError::Internal {
+            tool: "workspace".to_owned(),
+            message: format!("file work stopped: {error}"),
+        })
+}
+
+/// What a path is when it is neither a regular file nor a folder; `None` for those and for
+/// paths that do not exist.
+fn special_kind(path: &Path) -> Option<&'static str> {
+    let file_type = std::fs::metadata(path).ok()?.file_type();
+    if file_type.is_fifo() {
+        Some("a named pipe (FIFO)")
+    } else if file_type.is_socket() {
+        Some("a socket")
+    } else if file_type.is_block_device() || file_type.is_char_device() {
+        Some("a device")
+    } else {
+        None
+    }
+}
+
+/// Writes `contents` to a temp file beside `path`, creating missing folders (recorded in
+/// `created`, outermost first) and keeping the old file's permissions.
+fn stage(
+    path: &Path,
+    contents: &[u8],
+    created: &mut Vec<PathBuf>,
+) -> std::result::Result<TempFile, (&'static str, std::io::Error)> {
+    let parent = path
+        .parent()
+        .ok_or(("write", std::io::Error::other("the path has no parent")))?;
+    let mut missing = Vec::new();
+    let mut dir = parent;
+    while !dir.exists() {
+        missing.push(dir.to_path_buf());
+        match dir.parent() {
+            Some(up) => dir = up,
+            None => break,
+        }
+    }
+    for dir in missing.into_iter().rev() {
+        std::fs::create_dir(&dir).map_err(|e| ("create the folder", e))?;
+        created.push(dir);
+    }
+    let mut temp = tempfile_in(parent).map_err(|e| ("create a temp file beside", e))?;
+    // Keep the file's permissions: an executable script stays executable after an edit.
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&temp.path, metadata.permissions());
+    }
+    temp.file
+        .write_all(contents)
+        .and_then(|()| temp.file.sync_all())
+        .map_err(|e| ("write", e))?;
+    Ok(temp)
+}
+
+/// Puts a replaced file's old bytes back, atomically.
+fn restore(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut ignored = Vec::new();
+    let mut temp = stage(path, bytes, &mut ignored).map_err(|(_, e)| e)?;
+    faults::rename_back(&temp.path, path)?;
+    temp.persisted = true;
+    Ok(())
+}
+
+/// Removes the folders a failed commit created, innermost first, when they are empty.
+fn remove_created(created: &[PathBuf]) {
+    for dir in created.iter().rev() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// Fault injection for the rollback tests: a rename into place or back can be made to fail.
+mod faults {
+    use std::path::Path;
+
+    #[cfg(test)]
+    thread_local! {
+        /// Renames into place left before one fails (None: never).
+        pub(super) static FAIL_RENAME_AFTER: std::cell::Cell<Option<usize>> =
+            const { std::cell::Cell::new(None) };
+        /// Whether putting old contents back fails.
+        pub(super) static FAIL_RESTORE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    pub(super) fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
+        #[cfg(test)]
+        {
+            let left = FAIL_RENAME_AFTER.get();
+            if let Some(left) = left {
+                if left == 0 {
+                    return Err(std::io::Error::other("injected rename failure"));
+                }
+                FAIL_RENAME_AFTER.set(Some(left - 1));
+            }
+        }
+        std::fs::rename(from, to)
+    }
+
+    pub(super) fn rename_back(from: &Path, to: &Path) -> std::io::Result<()> {
+        #[cfg(test)]
+        if FAIL_RESTORE.get() {
+            return Err(std::io::Error::other("injected restore failure"));
+        }
+        std::fs::rename(from, to)
     }
 }
 
@@ -364,11 +873,11 @@ mod tests {
     fn commit_writes_every_file_and_leaves_no_temp_files() {
         let (dir, ws) = workspace();
         let changes = vec![
-            (
+            Change::anyway(
                 ws.root().join("src/lib.rs"),
                 FileChange::Write(b"// new\n".to_vec()),
             ),
-            (
+            Change::anyway(
                 ws.root().join("new/dir/file.txt"),
                 FileChange::Write(b"hello".to_vec()),
             ),
@@ -391,8 +900,11 @@ mod tests {
             std::fs::read_to_string(dir.path().join("new/dir/file.txt")).unwrap(),
             "hello"
         );
-        ws.commit(&[(ws.root().join("new/dir/file.txt"), FileChange::Delete)])
-            .unwrap();
+        ws.commit(&[Change::anyway(
+            ws.root().join("new/dir/file.txt"),
+            FileChange::Delete,
+        )])
+        .unwrap();
         assert!(!dir.path().join("new/dir/file.txt").exists());
         let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("src"))
             .unwrap()
@@ -406,16 +918,237 @@ mod tests {
         let (dir, ws) = workspace();
         // Deleting a file that does not exist fails after the first file was replaced.
         let changes = vec![
-            (
+            Change::anyway(
                 ws.root().join("src/lib.rs"),
                 FileChange::Write(b"changed".to_vec()),
             ),
-            (ws.root().join("missing.txt"), FileChange::Delete),
+            Change::anyway(ws.root().join("missing.txt"), FileChange::Delete),
         ];
         assert!(ws.commit(&changes).is_err());
         assert_eq!(
             std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
             "fn main() {}\n"
         );
+    }
+
+    fn write(path: PathBuf, text: &str) -> Change {
+        Change::anyway(path, FileChange::Write(text.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn a_change_computed_from_old_text_is_a_conflict_and_writes_nothing() {
+        let (dir, ws) = workspace();
+        let path = ws.root().join("src/lib.rs");
+        let read = ws.read(&path).unwrap();
+        std::fs::write(&path, "// someone else\n").unwrap();
+        let other = ws.root().join("src/other.rs");
+        let err = ws
+            .commit(&[
+                write(other.clone(), "first\n"),
+                Change {
+                    path: path.clone(),
+                    expect: read.expect,
+                    change: FileChange::Write(b"mine".to_vec()),
+                },
+            ])
+            .unwrap_err();
+        assert!(matches!(err, CommitError::Conflict { .. }), "{err}");
+        let message = err.to_tool_error(&ws).to_string();
+        assert!(
+            message.starts_with("src/lib.rs changed since this call read it"),
+            "{message}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+            "// someone else\n"
+        );
+        assert!(!other.exists(), "nothing lands when one file conflicts");
+        // Creating a file that appeared meanwhile is a conflict too.
+        let err = ws
+            .commit(&[Change {
+                path,
+                expect: Expect::Absent,
+                change: FileChange::Write(b"new".to_vec()),
+            }])
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            CommitError::Conflict {
+                found: "different text",
+                ..
+            }
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn prod_5_a_folder_replaced_by_a_symlink_after_resolving_is_caught_at_commit() {
+        let (dir, ws) = workspace();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/mod.py"), "x = 1\n").unwrap();
+        let path = ws.resolve("pkg/mod.py").unwrap();
+        let read = ws.read(&path).unwrap();
+        // The folder becomes a symlink to an outside folder holding an identical file.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("mod.py"), "x = 1\n").unwrap();
+        std::fs::remove_dir_all(dir.path().join("pkg")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("pkg")).unwrap();
+        let err = ws
+            .commit(&[Change {
+                path: path.clone(),
+                expect: read.expect,
+                change: FileChange::Write(b"x = 2\n".to_vec()),
+            }])
+            .unwrap_err();
+        assert!(matches!(err, CommitError::Outside { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("mod.py")).unwrap(),
+            "x = 1\n"
+        );
+        // A symlink to a folder inside is a redirect: also refused, nothing written.
+        std::fs::remove_file(dir.path().join("pkg")).unwrap();
+        std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+        std::fs::write(dir.path().join("elsewhere/mod.py"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), dir.path().join("pkg")).unwrap();
+        let err = ws
+            .commit(&[Change {
+                path,
+                expect: read.expect,
+                change: FileChange::Write(b"x = 2\n".to_vec()),
+            }])
+            .unwrap_err();
+        assert!(matches!(err, CommitError::Redirected { .. }), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_is_refused_before_it_is_opened() {
+        let (dir, ws) = workspace();
+        let fifo = dir.path().join("pipe");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let path = ws.resolve("pipe").unwrap();
+        let err = ws.read(&path).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "pipe is a named pipe (FIFO), not a regular file; these tools read and write \
+             regular files only — give another path"
+        );
+        let err = ws.commit(&[write(path, "x")]).unwrap_err();
+        assert!(matches!(err, CommitError::NotRegular { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_failed_commit_removes_the_folders_it_created() {
+        let (dir, ws) = workspace();
+        let long = "x".repeat(300);
+        let path = ws.root().join("a/b").join(long);
+        let err = ws.commit(&[write(path, "text")]).unwrap_err();
+        assert!(matches!(err, CommitError::Failed { .. }), "{err}");
+        assert!(
+            !dir.path().join("a").exists(),
+            "the created folders are gone"
+        );
+    }
+
+    #[test]
+    fn a_rollback_that_fails_is_reported_with_what_was_left_changed() {
+        let (dir, ws) = workspace();
+        let a = ws.root().join("src/lib.rs");
+        let b = ws.root().join("src/b.rs");
+        let c = ws.root().join("src/c.rs");
+        std::fs::write(&b, "b\n").unwrap();
+        faults::FAIL_RENAME_AFTER.set(Some(2));
+        faults::FAIL_RESTORE.set(true);
+        let err = ws
+            .commit(&[
+                write(a, "new a\n"),
+                write(b, "new b\n"),
+                write(c, "new c\n"),
+            ])
+            .unwrap_err();
+        faults::FAIL_RENAME_AFTER.set(None);
+        faults::FAIL_RESTORE.set(false);
+        match &err {
+            CommitError::RollbackFailed {
+                unrestored,
+                restored,
+                ..
+            } => {
+                assert_eq!(unrestored.len(), 2, "{err}");
+                assert!(restored.is_empty());
+            }
+            other => panic!("expected RollbackFailed, got {other}"),
+        }
+        let message = err.to_tool_error(&ws).to_string();
+        assert!(
+            message.contains("these files are left with the NEW text: src/b.rs (injected restore failure), src/lib.rs"),
+            "{message}"
+        );
+        assert!(!message.contains("nothing was"), "{message}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("src/b.rs")).unwrap(),
+            "new b\n"
+        );
+        // Without the restore failure, the same fault rolls back cleanly.
+        std::fs::write(dir.path().join("src/b.rs"), "b\n").unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "a\n").unwrap();
+        faults::FAIL_RENAME_AFTER.set(Some(1));
+        let err = ws
+            .commit(&[
+                write(ws.root().join("src/lib.rs"), "new a\n"),
+                write(ws.root().join("src/b.rs"), "new b\n"),
+            ])
+            .unwrap_err();
+        faults::FAIL_RENAME_AFTER.set(None);
+        assert!(matches!(err, CommitError::Failed { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+            "a\n"
+        );
+    }
+
+    #[test]
+    fn update_reads_and_writes_as_one_step_so_concurrent_edits_all_land() {
+        let (dir, ws) = workspace();
+        let path = ws.root().join("count.txt");
+        std::fs::write(&path, "").unwrap();
+        let threads: Vec<_> = (0..20)
+            .map(|n| {
+                let ws = ws.clone();
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    ws.update(|ws| {
+                        let read = ws.read(&path)?;
+                        let mut text = read.bytes.unwrap_or_default();
+                        text.extend_from_slice(format!("{n}\n").as_bytes());
+                        Ok::<_, ToolError>((
+                            vec![Change {
+                                path: path.clone(),
+                                expect: read.expect,
+                                change: FileChange::Write(text),
+                            }],
+                            (),
+                        ))
+                    })
+                    .unwrap();
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let text = std::fs::read_to_string(dir.path().join("count.txt")).unwrap();
+        assert_eq!(text.lines().count(), 20, "{text}");
+    }
+
+    #[test]
+    fn a_nul_in_a_path_is_refused() {
+        let (_dir, ws) = workspace();
+        let err = ws.resolve("a\0b").unwrap_err().to_string();
+        assert!(err.contains("NUL"), "{err}");
     }
 }

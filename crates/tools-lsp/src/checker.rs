@@ -4,15 +4,13 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
+use tools_process::{Command, RunLimits, SearchPath, run_to_end};
 
 use crate::config::CheckerFormat;
-use crate::discovery::SearchPath;
 use crate::servers::ServerSpec;
-use crate::transport::ProcessGroup;
 
 /// One finding of a checker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +31,13 @@ pub(crate) struct CheckRun {
     /// The command line, as shown.
     pub(crate) command: String,
     pub(crate) findings: Vec<Finding>,
+    /// What the reader must know about the run (its output was cut).
+    pub(crate) notes: Vec<String>,
 }
+
+/// How much of a checker's stdout (and of its stderr) is read: a large project's JSON report
+/// is tens of MiB at most; past this the rest is counted and dropped.
+const MAX_OUTPUT: usize = 64 << 20;
 
 /// Runs the checker of `spec` in `root` and reads its findings.
 pub(crate) async fn run(
@@ -68,32 +72,40 @@ pub(crate) async fn run(
             spec.name
         ));
     };
-    let mut command = tokio::process::Command::new(&program);
-    command
-        .args(&args)
-        .current_dir(root)
-        .envs(&spec.env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    crate::transport::isolate(&mut command);
-    let child = command
-        .spawn()
-        .map_err(|error| format!("cannot run `{command_line}` in {}: {error}", root.display()))?;
-    // Compilers start children of their own; a checker that runs over time takes them along.
-    let _group = ProcessGroup::new(child.id().unwrap_or_default());
-    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Ok(Ok(output)) => output,
-        Ok(Err(error)) => return Err(format!("`{command_line}` failed: {error}")),
-        Err(_) => {
+    // Compilers start children of their own (rustc under cargo, node workers): the run
+    // owns the whole group, kills it at the timeout or when the call is dropped, and keeps a
+    // bounded head of the output.
+    let command = Command::new(&program, root).args(&args).envs(&spec.env);
+    let limits = RunLimits {
+        timeout,
+        max_output_bytes: MAX_OUTPUT,
+    };
+    let output = match run_to_end(&command, None, limits).await {
+        Ok(output) => output,
+        Err(tools_process::Error::Timeout { .. }) => {
             return Err(format!(
                 "`{command_line}` did not finish within {}s and was stopped; raise \
                  checker_timeout_seconds under [lsp] if the project needs longer",
                 timeout.as_secs()
             ));
         }
+        Err(error) => {
+            return Err(format!(
+                "cannot run `{command_line}` in {}: {error}",
+                root.display()
+            ));
+        }
     };
+    let mut notes = Vec::new();
+    if output.stdout_cut > 0 || output.stderr_cut > 0 {
+        notes.push(format!(
+            "`{command_line}` printed more than {} MiB; only the findings in the first {} MiB \
+             are counted, so there may be more — check parts of the project (a `file` prefix) \
+             to see them",
+            MAX_OUTPUT >> 20,
+            MAX_OUTPUT >> 20
+        ));
+    }
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let mut findings = parse(checker.format, &stdout, &stderr, root);
@@ -119,6 +131,7 @@ pub(crate) async fn run(
     Ok(CheckRun {
         command: command_line,
         findings,
+        notes,
     })
 }
 

@@ -7,107 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::servers::{Candidate, RootRule, ServerSpec, VersionProbe};
+use tools_process::{Command, RunLimits, RunOutput, SearchPath, run_to_end};
 
-/// Folders inside a project where its own tools live; searched before `PATH`, so a
-/// project's pinned basedpyright or typescript-language-server wins over a global one.
-const PROJECT_TOOL_DIRS: &[&str] = &[".venv/bin", "venv/bin", "node_modules/.bin"];
+use crate::servers::{Candidate, ServerSpec, VersionProbe};
 
-/// Folders never searched for root markers below the workspace root.
-const SKIPPED_DIRS: &[&str] = &["node_modules", "target", "venv", "__pycache__", "dist"];
+/// How long a version probe or `rustup which` may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How deep below the workspace root `status` and `diagnostics "*"` look for markers.
-const SCAN_DEPTH: usize = 3;
-
-/// At most this many folders are read by one scan, so status stays quick on huge trees.
-const SCAN_BUDGET: usize = 2_000;
-
-/// Where binaries are looked for, in order.
-#[derive(Debug, Clone)]
-pub(crate) struct SearchPath {
-    dirs: Vec<PathBuf>,
-    /// How the folders are described in messages (`.venv/bin, … and PATH`).
-    described: String,
-}
-
-impl SearchPath {
-    /// The project's tool folders (of `project_root`, then of the workspace root), the
-    /// configured folders, then `PATH` as it is now.
-    pub(crate) fn new(
-        workspace_root: &Path,
-        project_root: Option<&Path>,
-        extra: &[PathBuf],
-    ) -> Self {
-        let mut dirs = Vec::new();
-        let mut shown = Vec::new();
-        for base in project_root.into_iter().chain([workspace_root]) {
-            for dir in PROJECT_TOOL_DIRS {
-                let full = base.join(dir);
-                if !dirs.contains(&full) {
-                    dirs.push(full);
-                }
-            }
-        }
-        shown.extend(PROJECT_TOOL_DIRS.iter().map(|d| (*d).to_owned()));
-        for dir in extra {
-            let full = workspace_root.join(dir);
-            shown.push(full.display().to_string());
-            dirs.push(full);
-        }
-        if let Some(path) = std::env::var_os("PATH") {
-            dirs.extend(std::env::split_paths(&path));
-        }
-        SearchPath {
-            dirs,
-            described: format!("{} and PATH", shown.join(", ")),
-        }
-    }
-
-    /// The first executable called `program`; a program with a `/` is a path from `base`.
-    pub(crate) fn find(&self, program: &str, base: &Path) -> Option<PathBuf> {
-        if program.contains('/') {
-            let path = base.join(program);
-            return is_executable(&path).then_some(path);
-        }
-        self.dirs
-            .iter()
-            .map(|dir| dir.join(program))
-            .find(|path| is_executable(path))
-    }
-
-    /// The highest-versioned `program-NN` in any folder (distributions ship `clangd-17`).
-    fn find_versioned(&self, program: &str) -> Option<PathBuf> {
-        let prefix = format!("{program}-");
-        let mut best: Option<(u32, PathBuf)> = None;
-        for dir in &self.dirs {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(version) = name
-                    .to_str()
-                    .and_then(|name| name.strip_prefix(&prefix))
-                    .and_then(|rest| rest.parse::<u32>().ok())
-                else {
-                    continue;
-                };
-                let path = entry.path();
-                if is_executable(&path) && best.as_ref().is_none_or(|(seen, _)| version > *seen) {
-                    best = Some((version, path));
-                }
-            }
-        }
-        best.map(|(_, path)| path)
-    }
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .map(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
+/// How much of a probe's output is kept: a version is one line.
+const PROBE_OUTPUT: usize = 64 * 1024;
 
 /// What the binary lookup found.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +40,7 @@ pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root:
                 .versioned
                 .then(|| search.find_versioned(&candidate.program))
                 .flatten()
+                .map(|found| found.path)
         });
         let Some(path) = found else {
             continue;
@@ -171,7 +80,7 @@ pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root:
         true => format!(
             "its binary was not found: looked for {} in {}",
             names.join(", "),
-            search.described
+            search.described()
         ),
         false => proxy_problems.join("; "),
     };
@@ -215,29 +124,20 @@ async fn rustup_which(rustup: &Path, program: &str, root: &Path) -> Result<PathB
     Err(format!("rustup says: {first}"))
 }
 
-/// Runs a short command (a version probe, `rustup which`) with a timeout and no stdin.
-async fn quick_output(
-    program: &Path,
-    args: &[String],
-    cwd: &Path,
-) -> Result<std::process::Output, String> {
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(args)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    crate::transport::isolate(&mut command);
-    let child = command
-        .spawn()
-        .map_err(|error| format!("cannot run {}: {error}", program.display()))?;
-    match tokio::time::timeout(Duration::from_secs(5), child.wait_with_output()).await {
-        Ok(Ok(output)) => Ok(output),
-        Ok(Err(error)) => Err(format!("cannot run {}: {error}", program.display())),
-        Err(_) => Err(format!("{} did not answer within 5s", program.display())),
-    }
+/// Runs a short command (a version probe, `rustup which`) to its end, through the one
+/// process path: its own group, killed with the run, a timeout and an output cap.
+async fn quick_output(program: &Path, args: &[String], cwd: &Path) -> Result<RunOutput, String> {
+    let command = Command::new(program, cwd).args(args);
+    run_to_end(
+        &command,
+        None,
+        RunLimits {
+            timeout: PROBE_TIMEOUT,
+            max_output_bytes: PROBE_OUTPUT,
+        },
+    )
+    .await
+    .map_err(|error| error.to_string())
 }
 
 /// Versions by binary path, asked once per run: a probe spawns a process.
@@ -279,75 +179,14 @@ impl VersionCache {
     }
 }
 
-/// The marker found in `dir`, if any.
-pub(crate) fn marker_in<'a>(spec: &'a ServerSpec, dir: &Path) -> Option<&'a str> {
-    spec.markers
-        .iter()
-        .find(|marker| dir.join(marker.as_str()).exists())
-        .map(String::as_str)
-}
-
-/// The project root for `file`: the nearest (or outermost) folder from the file's folder up
-/// to the workspace root that holds a marker.
+/// The project root of `spec` for `file` (LSP-2).
 pub(crate) fn root_for(spec: &ServerSpec, workspace_root: &Path, file: &Path) -> Option<PathBuf> {
-    let mut found = None;
-    let mut dir = file.parent();
-    while let Some(current) = dir {
-        if !current.starts_with(workspace_root) {
-            break;
-        }
-        if marker_in(spec, current).is_some() {
-            found = Some(current.to_path_buf());
-            if spec.root_rule == RootRule::Nearest {
-                break;
-            }
-        }
-        if current == workspace_root {
-            break;
-        }
-        dir = current.parent();
-    }
-    found
+    tools_process::root_for(&spec.markers, spec.root_rule, workspace_root, file)
 }
 
-/// Every project root of this server in the workspace: the root itself and folders up to
-/// three levels down (skipping hidden, vendored and build folders). With the outermost rule,
-/// roots inside another root are left out.
+/// Every project root of `spec` in the workspace.
 pub(crate) fn scan_roots(spec: &ServerSpec, workspace_root: &Path) -> Vec<PathBuf> {
-    let mut roots = Vec::new();
-    let mut queue = std::collections::VecDeque::from([(workspace_root.to_path_buf(), 0usize)]);
-    let mut budget = SCAN_BUDGET;
-    while let Some((dir, depth)) = queue.pop_front() {
-        if budget == 0 {
-            break;
-        }
-        budget -= 1;
-        if marker_in(spec, &dir).is_some() {
-            roots.push(dir.clone());
-            if spec.root_rule == RootRule::Outermost {
-                continue;
-            }
-        }
-        if depth == SCAN_DEPTH {
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut children: Vec<PathBuf> = entries
-            .flatten()
-            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
-            .filter(|entry| {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref())
-            })
-            .map(|entry| entry.path())
-            .collect();
-        children.sort();
-        queue.extend(children.into_iter().map(|child| (child, depth + 1)));
-    }
-    roots
+    tools_process::scan_roots(&spec.markers, spec.root_rule, workspace_root)
 }
 
 #[cfg(test)]
@@ -437,10 +276,7 @@ mod tests {
             let path = root.join(".venv/bin").join(name);
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let search = SearchPath {
-            dirs: vec![root.join(".venv/bin")],
-            described: String::new(),
-        };
+        let search = SearchPath::from_dirs(vec![root.join(".venv/bin")], "");
         let Binary::Found { path, .. } = resolve_binary(&spec("clangd"), &search, &root).await
         else {
             panic!("no clangd found");
@@ -465,10 +301,7 @@ mod tests {
         std::fs::set_permissions(bin.join("rustup"), std::fs::Permissions::from_mode(0o755))
             .unwrap();
         std::os::unix::fs::symlink("rustup", bin.join("rust-analyzer")).unwrap();
-        let search = SearchPath {
-            dirs: vec![bin.clone()],
-            described: "bin".into(),
-        };
+        let search = SearchPath::from_dirs(vec![bin.clone()], "bin");
         let Binary::Missing { reason } =
             resolve_binary(&spec("rust-analyzer"), &search, &root).await
         else {

@@ -1,6 +1,8 @@
 //! A server's `WorkspaceEdit` turned into whole-file changes, computed in memory before any
 //! file is touched, so `lsp_rename` can apply it all or nothing (LSP-8) through
-//! `Workspace::commit`.
+//! `Workspace::commit`: every path the server names is confined through the workspace's own
+//! resolution (a symlink inside pointing outside is refused, PROD-5), and every change carries
+//! the hash of the text it was computed from, so it cannot land on a file changed since.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,7 +10,7 @@ use std::path::{Path, PathBuf};
 use async_lsp::lsp_types::{
     DocumentChangeOperation, DocumentChanges, OneOf, ResourceOp, TextEdit, Url, WorkspaceEdit,
 };
-use tools_core::FileChange;
+use tools_core::{Change, Expect, FileChange};
 
 use crate::position::{Encoding, offset};
 
@@ -25,13 +27,14 @@ pub(crate) struct PlannedFile {
 /// Everything an edit changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
-    pub(crate) changes: Vec<(PathBuf, FileChange)>,
+    pub(crate) changes: Vec<Change>,
     pub(crate) files: Vec<PlannedFile>,
 }
 
 /// The files as the edit sees them while it is applied in order.
 struct Files<'a> {
     read: &'a dyn Fn(&Path) -> Option<String>,
+    confine: &'a dyn Fn(&Path) -> Result<PathBuf, String>,
     original: BTreeMap<PathBuf, Option<String>>,
     current: BTreeMap<PathBuf, Option<String>>,
     edits: BTreeMap<PathBuf, usize>,
@@ -55,21 +58,28 @@ impl Files<'_> {
     }
 }
 
-fn file_path(uri: &Url) -> Result<PathBuf, String> {
-    uri.to_file_path()
-        .map_err(|()| format!("the edit names {uri}, which is not a file"))
+impl Files<'_> {
+    /// The file a URI names, resolved and confined to the workspace.
+    fn path(&self, uri: &Url) -> Result<PathBuf, String> {
+        let path = uri
+            .to_file_path()
+            .map_err(|()| format!("the edit names {uri}, which is not a file"))?;
+        (self.confine)(&path)
+    }
 }
 
 /// Plans `edit`. `read` gives a file's current text (`None` when it does not exist);
-/// positions are in `encoding`; every path must be inside `root`.
+/// positions are in `encoding`; `confine` resolves each path the edit names, refusing what
+/// leads outside the workspace.
 pub(crate) fn plan(
     edit: WorkspaceEdit,
     encoding: Encoding,
-    root: &Path,
+    confine: &dyn Fn(&Path) -> Result<PathBuf, String>,
     read: &dyn Fn(&Path) -> Option<String>,
 ) -> Result<Plan, String> {
     let mut files = Files {
         read,
+        confine,
         original: BTreeMap::new(),
         current: BTreeMap::new(),
         edits: BTreeMap::new(),
@@ -78,7 +88,7 @@ pub(crate) fn plan(
     match edit.document_changes {
         Some(DocumentChanges::Edits(edits)) => {
             for document in edits {
-                let path = file_path(&document.text_document.uri)?;
+                let path = files.path(&document.text_document.uri)?;
                 apply_text_edits(
                     &mut files,
                     &path,
@@ -91,7 +101,7 @@ pub(crate) fn plan(
             for operation in operations {
                 match operation {
                     DocumentChangeOperation::Edit(document) => {
-                        let path = file_path(&document.text_document.uri)?;
+                        let path = files.path(&document.text_document.uri)?;
                         apply_text_edits(
                             &mut files,
                             &path,
@@ -100,7 +110,7 @@ pub(crate) fn plan(
                         )?;
                     }
                     DocumentChangeOperation::Op(ResourceOp::Create(create)) => {
-                        let path = file_path(&create.uri)?;
+                        let path = files.path(&create.uri)?;
                         let (overwrite, ignore_if_exists) = create
                             .options
                             .map(|o| (o.overwrite, o.ignore_if_exists))
@@ -119,8 +129,8 @@ pub(crate) fn plan(
                         files.set(&path, Some(String::new()));
                     }
                     DocumentChangeOperation::Op(ResourceOp::Rename(rename)) => {
-                        let old = file_path(&rename.old_uri)?;
-                        let new = file_path(&rename.new_uri)?;
+                        let old = files.path(&rename.old_uri)?;
+                        let new = files.path(&rename.new_uri)?;
                         let Some(text) = files.load(&old) else {
                             return Err(format!(
                                 "the edit renames {}, which does not exist",
@@ -154,7 +164,7 @@ pub(crate) fn plan(
                         files.renamed_from.insert(new, first);
                     }
                     DocumentChangeOperation::Op(ResourceOp::Delete(delete)) => {
-                        let path = file_path(&delete.uri)?;
+                        let path = files.path(&delete.uri)?;
                         if path.is_dir() {
                             return Err(format!(
                                 "the edit deletes the folder {}; only files can be deleted",
@@ -181,29 +191,22 @@ pub(crate) fn plan(
         let mut sorted: Vec<(Url, Vec<TextEdit>)> = changes.into_iter().collect();
         sorted.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
         for (uri, edits) in sorted {
-            let path = file_path(&uri)?;
+            let path = files.path(&uri)?;
             apply_text_edits(&mut files, &path, edits.into_iter(), encoding)?;
         }
-    }
-    let outside: Vec<String> = files
-        .current
-        .keys()
-        .filter(|path| !path.starts_with(root))
-        .map(|path| path.display().to_string())
-        .collect();
-    if !outside.is_empty() {
-        return Err(format!(
-            "the edit would change files outside the workspace ({}); nothing was changed",
-            outside.join(", ")
-        ));
     }
     let mut changes = Vec::new();
     let mut planned = Vec::new();
     for (path, text) in &files.current {
         let before = files.original.get(path).cloned().flatten();
+        let expect = Expect::of(before.as_deref().map(str::as_bytes));
         match (before, text) {
             (Some(_), None) => {
-                changes.push((path.clone(), FileChange::Delete));
+                changes.push(Change {
+                    path: path.clone(),
+                    expect,
+                    change: FileChange::Delete,
+                });
                 // A file renamed away shows up under its new name, not as a deletion.
                 if !files.renamed_from.values().any(|old| old == path) {
                     planned.push(PlannedFile {
@@ -219,7 +222,11 @@ pub(crate) fn plan(
                     || files.renamed_from.contains_key(path) =>
             {
                 if before.as_deref() != Some(text.as_str()) {
-                    changes.push((path.clone(), FileChange::Write(text.clone().into_bytes())));
+                    changes.push(Change {
+                        path: path.clone(),
+                        expect,
+                        change: FileChange::Write(text.clone().into_bytes()),
+                    });
                 }
                 planned.push(PlannedFile {
                     path: path.clone(),
@@ -257,27 +264,30 @@ fn apply_text_edits(
             path.display()
         ));
     };
-    let mut spans: Vec<(usize, usize, String)> = edits
-        .map(|edit| {
+    let mut spans: Vec<(usize, usize, usize, String)> = edits
+        .enumerate()
+        .map(|(index, edit)| {
             (
                 offset(&text, edit.range.start, encoding),
                 offset(&text, edit.range.end, encoding),
+                index,
                 edit.new_text,
             )
         })
         .collect();
-    // Later edits first, so earlier offsets stay valid; equal starts keep their order.
-    spans.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+    // Later edits first, so earlier offsets stay valid. Of inserts at one position, the one
+    // listed last goes in first: each next one lands before it, so they read in list order.
+    spans.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
     for pair in spans.windows(2) {
         if pair[1].1 > pair[0].0 {
             return Err(format!(
-                "the edit has overlapping changes in {}; nothing was changed",
+                "the edit has overlapping changes in {}",
                 path.display()
             ));
         }
     }
     let count = spans.len();
-    for (start, end, new_text) in spans {
+    for (start, end, _, new_text) in spans {
         if start > end {
             return Err(format!(
                 "the edit has a backwards range in {}",
@@ -324,6 +334,44 @@ mod tests {
         Url::from_file_path(path).unwrap()
     }
 
+    fn confine(path: &Path) -> Result<PathBuf, String> {
+        match path.starts_with("/ws") {
+            true => Ok(path.to_path_buf()),
+            false => Err(format!("{} is outside the workspace", path.display())),
+        }
+    }
+
+    fn pairs(plan: &Plan) -> Vec<(PathBuf, FileChange)> {
+        plan.changes
+            .iter()
+            .map(|change| (change.path.clone(), change.change.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn inserts_at_one_position_keep_the_order_the_server_listed_them_in() {
+        let mut changes = HashMap::new();
+        changes.insert(
+            uri("/ws/m.rs"),
+            vec![
+                edit(0, 0, 0, "use a;\n"),
+                edit(0, 0, 0, "use b;\n"),
+                edit(0, 7, 8, "g"),
+            ],
+        );
+        let read = disk();
+        let plan = plan(WorkspaceEdit::new(changes), Encoding::Utf8, &confine, &read).unwrap();
+        assert_eq!(
+            pairs(&plan),
+            vec![(
+                PathBuf::from("/ws/m.rs"),
+                FileChange::Write(b"use a;\nuse b;\npub fn g() {}\n".to_vec())
+            )]
+        );
+        // Each change expects the text it was computed from.
+        assert_eq!(plan.changes[0].expect, Expect::of(Some(b"pub fn f() {}\n")));
+    }
+
     #[test]
     fn lsp_8_changes_apply_in_memory_with_counts_per_file() {
         let mut changes = HashMap::new();
@@ -337,15 +385,9 @@ mod tests {
         );
         changes.insert(uri("/ws/b.rs"), vec![edit(0, 11, 14, "new")]);
         let read = disk();
-        let plan = plan(
-            WorkspaceEdit::new(changes),
-            Encoding::Utf8,
-            Path::new("/ws"),
-            &read,
-        )
-        .unwrap();
+        let plan = plan(WorkspaceEdit::new(changes), Encoding::Utf8, &confine, &read).unwrap();
         assert_eq!(
-            plan.changes,
+            pairs(&plan),
             vec![
                 (
                     PathBuf::from("/ws/a.rs"),
@@ -395,12 +437,12 @@ mod tests {
                 ..WorkspaceEdit::default()
             },
             Encoding::Utf16,
-            Path::new("/ws"),
+            &confine,
             &read,
         )
         .unwrap();
         assert_eq!(
-            plan.changes,
+            pairs(&plan),
             vec![
                 (PathBuf::from("/ws/m.rs"), FileChange::Delete),
                 (
@@ -426,14 +468,8 @@ mod tests {
         let mut outside = HashMap::new();
         outside.insert(uri("/elsewhere/x.rs"), vec![edit(0, 0, 1, "z")]);
         assert_eq!(
-            plan(
-                WorkspaceEdit::new(outside),
-                Encoding::Utf8,
-                Path::new("/ws"),
-                &read
-            )
-            .unwrap_err(),
-            "the edit would change files outside the workspace (/elsewhere/x.rs); nothing was changed"
+            plan(WorkspaceEdit::new(outside), Encoding::Utf8, &confine, &read).unwrap_err(),
+            "/elsewhere/x.rs is outside the workspace"
         );
         let mut overlapping = HashMap::new();
         overlapping.insert(
@@ -444,7 +480,7 @@ mod tests {
             plan(
                 WorkspaceEdit::new(overlapping),
                 Encoding::Utf8,
-                Path::new("/ws"),
+                &confine,
                 &read
             )
             .unwrap_err()

@@ -19,7 +19,6 @@ mod reported;
 mod servers;
 mod session;
 mod supervisor;
-mod transport;
 
 pub use crate::{
     config::{CheckerFormat, LspConfig, OnWriteConfig, ServerOverride},
@@ -44,4 +43,7 @@ pub fn register(builder: &mut RegistryBuilder, supervisor: &LspSupervisor) {
         .register(Lsp::new(supervisor.clone()))
         .register(LspRename::new(supervisor.clone()))
         .wrap(Arc::new(DiagnosticsOnWrite::new(supervisor.clone())));
+    builder
+        .run()
+        .on_shutdown("language servers", Arc::new(supervisor.clone()));
 }

@@ -858,7 +858,13 @@ impl Lsp {
             for root in roots.iter().take(5) {
                 let search = context.search_path(Some(root));
                 let timeout = context.config.checker_timeout();
-                match crate::checker::run(spec, root, &search, timeout).await {
+                let what = format!(
+                    "running the project checker of {} in {}",
+                    spec.name,
+                    context.shown(root)
+                );
+                match with_progress(&what, crate::checker::run(spec, root, &search, timeout)).await
+                {
                     Ok(run) => runs.push((context.shown(root), run)),
                     Err(problem) => skipped.push(problem),
                 }
@@ -937,6 +943,7 @@ impl Lsp {
             }
         }
         let mut notes = skipped;
+        notes.extend(runs.iter().flat_map(|(_, run)| run.notes.iter().cloned()));
         if total > CHECKER_CAP {
             let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
             for (_, item, _) in &all {
@@ -1198,6 +1205,29 @@ fn capitalise(text: &str) -> String {
         None => String::new(),
     }
 }
+
+/// Runs `work`, reporting `what` as the call's progress when it starts and every few seconds
+/// while it runs, with the time so far (a project check takes minutes on a large tree).
+pub(crate) async fn with_progress<T>(what: &str, work: impl Future<Output = T>) -> T {
+    tools_core::report_progress(what);
+    let started = tokio::time::Instant::now();
+    let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = ticks.tick() => {
+                tools_core::report_progress(format!(
+                    "{what} ({}s)",
+                    started.elapsed().as_secs()
+                ));
+            }
+        }
+    }
+}
+
+/// How often a long wait reports that it is still waiting.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {

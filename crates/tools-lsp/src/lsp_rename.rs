@@ -8,7 +8,9 @@ use async_lsp::lsp_types::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, FileChange, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{
+    CallContext, Change, FileChange, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
+};
 
 use crate::edit::plan;
 use crate::render::plural;
@@ -88,6 +90,14 @@ impl Tool for LspRename {
     type Output = LspRenameOutput;
     const NAME: &'static str = "lsp_rename";
     const TIER: Tier = Tier::Write;
+    const WRITES_FILES: bool = true;
+
+    fn writes(&self, input: &LspRenameInput, workspace: &Workspace) -> Writes {
+        Writes {
+            files: workspace.resolve(&input.file).into_iter().collect(),
+            more: true,
+        }
+    }
 
     async fn call(
         &self,
@@ -170,24 +180,56 @@ impl Tool for LspRename {
                      was changed"
                 ))
             })?;
-        let read = |path: &std::path::Path| std::fs::read_to_string(path).ok();
-        let planned = plan(edit, session.encoding, workspace.root(), &read)
-            .map_err(|problem| ToolError::failed(format!("renaming `{old_name}`: {problem}")))?;
+        let encoding = session.encoding;
+        // The edit's positions are in the text the server has open, so that is the text it is
+        // applied to, and what each file must still hold when it is written; files the server
+        // does not have open are read from disk.
+        let open = session.open_texts().await;
+        let planned = {
+            let workspace = workspace.clone();
+            tokio::task::spawn_blocking(move || {
+                let confine = |path: &std::path::Path| {
+                    workspace.confine(path).map_err(|error| error.to_string())
+                };
+                let read = |path: &std::path::Path| {
+                    if let Some(text) = open.get(path) {
+                        return Some(text.to_string());
+                    }
+                    let bytes = workspace.read(path).ok()?.bytes?;
+                    String::from_utf8(bytes).ok()
+                };
+                plan(edit, encoding, &confine, &read)
+            })
+            .await
+            .map_err(|error| ToolError::Internal {
+                tool: "lsp_rename".to_owned(),
+                message: format!("planning the edit stopped: {error}"),
+            })?
+        }
+        .map_err(|problem| {
+            ToolError::failed(format!(
+                "renaming `{old_name}`: {problem}; nothing was changed"
+            ))
+        })?;
         if planned.changes.is_empty() {
             return Err(ToolError::failed(format!(
                 "{server} returned an empty edit for renaming `{old_name}` at {here}; nothing \
                  was changed"
             )));
         }
-        let previous = workspace.commit(&planned.changes).map_err(|error| {
-            ToolError::failed(format!(
-                "renaming `{old_name}`: {error}; no file was changed"
-            ))
-        })?;
+        let previous = workspace
+            .commit_async(planned.changes.clone())
+            .await
+            .map_err(|error| {
+                ToolError::failed(format!(
+                    "renaming `{old_name}`: {}",
+                    error.to_tool_error(workspace)
+                ))
+            })?;
         let synced: Vec<_> = planned
             .changes
             .iter()
-            .map(|(path, change)| {
+            .map(|Change { path, change, .. }| {
                 let kind = match change {
                     FileChange::Delete => FileChangeType::DELETED,
                     FileChange::Write(_)

@@ -1,4 +1,5 @@
-//! Diagnostics on write (LSP-6): a dispatch wrapper around every tool that writes files. After
+//! Diagnostics on write (LSP-6): a dispatch wrapper around every tool that declares it writes
+//! files (`Tool::WRITES_FILES`), knowing before the call which files its arguments name. After
 //! the write, each touched file that a usable server covers is synced and saved through that
 //! server, the wrapper waits for diagnostics about the written text — never a publish left
 //! from before — and appends the ones the write introduced (LSP-7) to the tool's own result.
@@ -34,8 +35,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::time::Instant;
 use tools_core::{
-    CallContext, CheckedFile, Next, ToolCall, ToolResult, Workspace, Wrapper, WriteDiagnostics,
-    WrittenDiagnostic,
+    CallContext, CheckedFile, Next, ToolCall, ToolResult, ToolSpec, Workspace, Wrapper,
+    WriteDiagnostics, Writes, WrittenDiagnostic,
 };
 
 use crate::Error;
@@ -47,9 +48,6 @@ use crate::reported::Reported;
 use crate::servers::{Pull, ServerSpec};
 use crate::session::{Activity, Session};
 use crate::supervisor::LspSupervisor;
-
-/// The tools whose writes are checked.
-const WRAPPED: &[&str] = &["write", "edit", "apply_patch", "lsp_rename", "resolve"];
 
 /// How long a file stays quiet after its server's on-save check ended before it counts as
 /// settled: the check's last publish comes before its end, but a server may clear old
@@ -112,13 +110,14 @@ impl DiagnosticsOnWrite {
     async fn around_call(
         &self,
         context: &CallContext,
-        call: &ToolCall,
+        writes: &Writes,
         next: Next<'_>,
     ) -> ToolResult {
         let workspace = &context.run.workspace;
         let deadline = Instant::now() + self.config.timeout();
-        // LSP-7: a file's diagnostics before the run's first write to it are not news.
-        let named: Vec<PathBuf> = named_paths(call, workspace)
+        // LSP-7: a file's diagnostics before the run's first write to it are not news. The
+        // files a call will write are what it declared from its arguments.
+        let named: Vec<PathBuf> = dedup(&writes.files)
             .into_iter()
             .filter(|path| path.is_file() && !self.reported().knows(path))
             .collect();
@@ -326,17 +325,19 @@ impl DiagnosticsOnWrite {
 }
 
 impl Wrapper for DiagnosticsOnWrite {
-    fn wraps(&self, tool: &str) -> bool {
-        self.config.enabled && WRAPPED.contains(&tool)
+    /// Every tool that declares it writes files.
+    fn wraps(&self, spec: &ToolSpec) -> bool {
+        self.config.enabled && spec.writes_files
     }
 
     fn around<'a>(
         &'a self,
         context: &'a CallContext,
-        call: &'a ToolCall,
+        _call: &'a ToolCall,
+        writes: &'a Writes,
         next: Next<'a>,
     ) -> BoxFuture<'a, ToolResult> {
-        Box::pin(self.around_call(context, call, next))
+        Box::pin(self.around_call(context, writes, next))
     }
 }
 
@@ -526,43 +527,6 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
     }
 }
 
-/// The files a call's arguments name, for the baseline: `path` (write, edit), `file`
-/// (lsp_rename) and the old names in a patch's headers. Others are found after the call from
-/// what it touched.
-fn named_paths(call: &ToolCall, workspace: &Workspace) -> Vec<PathBuf> {
-    let mut names: Vec<String> = Vec::new();
-    for key in ["path", "file"] {
-        if let Some(name) = call.arguments.get(key).and_then(Value::as_str) {
-            names.push(name.to_owned());
-        }
-    }
-    if let Some(patch) = call.arguments.get("patch").and_then(Value::as_str) {
-        for line in patch.lines() {
-            let Some(name) = line
-                .strip_prefix("--- ")
-                .or_else(|| line.strip_prefix("+++ "))
-            else {
-                continue;
-            };
-            let name = name.split('\t').next().unwrap_or_default().trim();
-            if name == "/dev/null" {
-                continue;
-            }
-            names.push(name.to_owned());
-            for prefix in ["a/", "b/"] {
-                if let Some(stripped) = name.strip_prefix(prefix) {
-                    names.push(stripped.to_owned());
-                }
-            }
-        }
-    }
-    let paths: Vec<PathBuf> = names
-        .iter()
-        .filter_map(|name| workspace.resolve(name).ok())
-        .collect();
-    dedup(&paths)
-}
-
 fn dedup(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut seen = HashSet::new();
     paths
@@ -632,44 +596,5 @@ fn seconds(duration: Duration) -> String {
     match seconds.fract() == 0.0 {
         true => format!("{seconds:.0}"),
         false => format!("{seconds:.1}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn lsp_6_the_baseline_covers_every_file_a_call_names() {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::new(dir.path()).unwrap();
-        let root = workspace.root().to_path_buf();
-        let call = |name: &str, arguments: Value| ToolCall {
-            name: name.to_owned(),
-            arguments,
-        };
-        assert_eq!(
-            named_paths(
-                &call("write", json!({"path": "src/lib.rs", "content": ""})),
-                &workspace
-            ),
-            [root.join("src/lib.rs")]
-        );
-        assert_eq!(
-            named_paths(
-                &call("lsp_rename", json!({"file": "a.py", "line": 1})),
-                &workspace
-            ),
-            [root.join("a.py")]
-        );
-        let patch = "--- a/src/a.rs\t2026-01-01\n+++ b/src/a.rs\n@@ -1 +1 @@\n-x\n+y\n\
-                     --- /dev/null\n+++ b/new.rs\n@@ -0,0 +1 @@\n+z\n";
-        let named = named_paths(&call("apply_patch", json!({"patch": patch})), &workspace);
-        assert!(named.contains(&root.join("src/a.rs")), "{named:?}");
-        assert!(named.contains(&root.join("new.rs")), "{named:?}");
-        // A path that leaves the workspace is not looked at.
-        assert!(named_paths(&call("write", json!({"path": "../x.rs"})), &workspace).is_empty());
     }
 }

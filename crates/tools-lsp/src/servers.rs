@@ -67,14 +67,7 @@ pub(crate) enum Pull {
     TsServer,
 }
 
-/// Which ancestor holding a marker is the project root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RootRule {
-    /// The nearest one above the file.
-    Nearest,
-    /// The outermost one inside the workspace (a Cargo workspace above its members).
-    Outermost,
-}
+pub(crate) use tools_process::RootRule;
 
 /// When a server counts as ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,8 +31,8 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use crate::client::{Connection, RequestError, Shared};
 use crate::position::Encoding;
 use crate::servers::{Pull, Readiness, ServerSpec};
-use crate::transport::{ProcessGroup, StderrTail};
 use crate::{Error, Result};
+use tools_process::{Input, Output, ProcessGroup, StderrTail};
 
 /// How long a server that reports progress gets, after `initialized`, to start reporting it
 /// before an idle server counts as ready.
@@ -150,14 +150,28 @@ impl Session {
             server_nanos,
         } = options;
         let started = Instant::now();
-        let spawned = crate::transport::spawn(&argv, &root, &spec.env, Arc::clone(&tail)).map_err(
-            |error| Error::Spawn {
-                server: spec.name.clone(),
-                command: argv.join(" "),
-                root: root_shown.clone(),
-                message: error.to_string(),
-            },
-        )?;
+        let spawn_error = |message: String| Error::Spawn {
+            server: spec.name.clone(),
+            command: argv.join(" "),
+            root: root_shown.clone(),
+            message,
+        };
+        // Through the one process path: its own group (servers start helpers of their own —
+        // tsserver, proc-macro servers, node), killed with the session or the run.
+        let child = tools_process::Command::from_argv(&argv, &root)
+            .map(|command| {
+                command
+                    .envs(&spec.env)
+                    .stdin(Input::Piped)
+                    .stdout(Output::Piped)
+                    .stderr(Output::Tail(Arc::clone(&tail)))
+            })
+            .and_then(|command| command.spawn())
+            .map_err(|error| spawn_error(error.to_string()))?;
+        let parts = child.into_parts();
+        let (Some(stdin), Some(stdout)) = (parts.stdin, parts.stdout) else {
+            return Err(spawn_error("its pipes were not set up".to_owned()));
+        };
         let root_uri = Url::from_directory_path(&root).map_err(|()| Error::Spawn {
             server: spec.name.clone(),
             command: argv.join(" "),
@@ -176,17 +190,16 @@ impl Session {
         );
         let (main_loop, socket) = crate::client::main_loop(Arc::clone(&shared));
         let (loop_done_tx, loop_done) = tokio::sync::oneshot::channel();
-        let (stdout, stdin) = (spawned.stdout, spawned.stdin);
         tokio::spawn(async move {
             let result = main_loop
                 .run_buffered(stdout.compat(), stdin.compat_write())
                 .await;
             let _ = loop_done_tx.send(result);
         });
-        let mut child = spawned.child;
+        let mut child = parts.leader;
         let watcher_shared = Arc::clone(&shared);
         tokio::spawn(async move {
-            let exited = |status: std::io::Result<std::process::ExitStatus>| match status {
+            let exited = |status: tools_process::Result<std::process::ExitStatus>| match status {
                 Ok(status) => format!("the process ended ({status})"),
                 Err(error) => format!("waiting for the process failed: {error}"),
             };
@@ -205,7 +218,7 @@ impl Session {
                     }
                 }
             };
-            let _ = child.start_kill();
+            child.start_kill();
             watcher_shared.end(reason.clone());
             on_exit(reason);
         });
@@ -215,7 +228,7 @@ impl Session {
             connection: Connection::new(socket, server_nanos),
             documents: tokio::sync::Mutex::new(HashMap::new()),
             disk: (!spec.watches_files).then(Default::default),
-            group: spawned.group,
+            group: parts.group,
             initialized_at: Instant::now(),
             idle_seen: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
@@ -255,7 +268,7 @@ impl Session {
         tracing::info!(
             server = %session.spec.name,
             root = %session.root_shown,
-            pid = session.group.pid(),
+            pid = session.group.pgid(),
             encoding = ?session.encoding,
             "language server initialised"
         );
@@ -264,7 +277,7 @@ impl Session {
 
     /// The server's process id.
     pub(crate) fn pid(&self) -> u32 {
-        self.group.pid()
+        self.group.pgid()
     }
 
     /// Whether the server can take requests now, or what it is busy with.
@@ -312,14 +325,28 @@ impl Session {
     /// Waits until the server is ready, at most the index timeout. Returns a note for the
     /// answer when it was still busy then (the request goes ahead anyway).
     pub(crate) async fn wait_ready(&self) -> Option<String> {
-        let deadline = tokio::time::Instant::now() + self.index_timeout;
+        let started = tokio::time::Instant::now();
+        let deadline = started + self.index_timeout;
         let mut changes = self.shared.subscribe();
+        let mut reported: Option<(String, u64)> = None;
         loop {
             let activity = self.activity();
             let busy = match activity {
                 Activity::Ready => return None,
                 Activity::Busy(what) => what,
             };
+            // The call reports what it waits for, when that changes and every two seconds.
+            let waited = started.elapsed().as_secs();
+            if reported
+                .as_ref()
+                .is_none_or(|(what, at)| *what != busy || waited >= at + 2)
+            {
+                tools_core::report_progress(format!(
+                    "waiting for {} in {}: {busy} ({waited}s)",
+                    self.spec.name, self.root_shown
+                ));
+                reported = Some((busy.clone(), waited));
+            }
             if self.shared.state().ended.is_some() {
                 return None;
             }
@@ -438,6 +465,16 @@ impl Session {
             details.push_str(&format!("; its last stderr lines: {}", tail.join(" | ")));
         }
         details
+    }
+
+    /// The text of every document the server has open, as we last sent it: what its answers
+    /// (a rename's edit) are computed against.
+    pub(crate) async fn open_texts(&self) -> HashMap<PathBuf, Arc<str>> {
+        let documents = self.documents.lock().await;
+        documents
+            .iter()
+            .map(|(path, open)| (path.clone(), Arc::clone(&open.text)))
+            .collect()
     }
 
     /// Makes the server's view of `path` equal to the disk: opens it, or sends the new text
@@ -755,6 +792,12 @@ impl Session {
         };
         let _ = tokio::time::timeout(Duration::from_secs(3), polite).await;
         self.group.kill();
+    }
+
+    /// Whether its process still runs: false as soon as it exited, even before the watcher
+    /// reported the exit (a call a few milliseconds after a crash restarts it).
+    pub(crate) fn process_runs(&self) -> bool {
+        self.shared.state().ended.is_none() && self.group.leader_runs()
     }
 
     /// Whether we asked it to stop (so its exit is no crash).

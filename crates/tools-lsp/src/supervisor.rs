@@ -20,12 +20,13 @@ use tools_core::{ToolError, Workspace};
 use async_lsp::lsp_types::{Position, TextDocumentIdentifier, TextDocumentPositionParams};
 
 use crate::config::LspConfig;
-use crate::discovery::{Binary, SearchPath, VersionCache, resolve_binary, root_for, scan_roots};
+use crate::discovery::{Binary, VersionCache, resolve_binary, root_for, scan_roots};
 use crate::position::{Target, lines, locate};
 use crate::servers::ServerSpec;
 use crate::session::{Activity, Session, StartOptions, Synced};
-use crate::transport::StderrTail;
 use crate::{Error, Result};
+use tools_process::SearchPath;
+use tools_process::StderrTail;
 
 /// The run's language servers. Clone it freely; the servers stop when the last clone is
 /// dropped.
@@ -101,6 +102,8 @@ enum Command {
     Snapshot {
         reply: oneshot::Sender<Vec<SessionReport>>,
     },
+    /// Stop every server and end the actor (the run is ending).
+    Shutdown { reply: oneshot::Sender<()> },
 }
 
 enum StartFailure {
@@ -234,6 +237,18 @@ impl LspSupervisor {
             sender
         });
         sender.send(command).map_err(|_| Error::SupervisorGone)
+    }
+
+    /// Stops every server of the run (politely, then by killing its process group) and ends
+    /// the supervisor: later calls answer that the servers were stopped.
+    pub async fn shutdown(&self) {
+        let Some(sender) = self.inner.actor.get() else {
+            return;
+        };
+        let (reply, done) = oneshot::channel();
+        if sender.send(Command::Shutdown { reply }).is_ok() {
+            let _ = done.await;
+        }
     }
 
     /// The server for a file, by extension.
@@ -510,6 +525,7 @@ async fn run_actor(
 ) {
     let mut entries: HashMap<Key, Entry> = HashMap::new();
     let mut next_generation = 0u64;
+    let mut stopped_reply = None;
     while let Some(command) = commands.recv().await {
         match command {
             Command::Acquire { spec, root, reply } => {
@@ -521,6 +537,18 @@ async fn run_actor(
                     tail: Arc::new(StderrTail::default()),
                     state: EntryState::Down,
                 });
+                // A process that died a moment ago, before its watcher said so, is a crash
+                // now: restart it within the budget instead of handing out a dead session.
+                if let EntryState::Running(session) = &entry.state
+                    && !session.is_stopping()
+                    && !session.process_runs()
+                {
+                    session.kill();
+                    entry.crashes += 1;
+                    tracing::warn!(server = %key.0, root = %key.1.display(), crashes = entry.crashes, "language server found dead");
+                    entry.last_error = Some("crashed: the process ended".to_owned());
+                    entry.state = EntryState::Down;
+                }
                 match &mut entry.state {
                     EntryState::Running(session) => {
                         let _ = reply.send(Ok(Arc::clone(session)));
@@ -650,6 +678,20 @@ async fn run_actor(
                 reports.sort_by(|a, b| (&a.server, &a.root).cmp(&(&b.server, &b.root)));
                 let _ = reply.send(reports);
             }
+            Command::Shutdown { reply } => {
+                stopped_reply = Some(reply);
+                break;
+            }
+        }
+    }
+    // Nobody waiting for a start gets a session any more; a start still running ends with
+    // its session dropped, which kills its process group.
+    for entry in entries.values_mut() {
+        if let EntryState::Starting(waiters) = std::mem::replace(&mut entry.state, EntryState::Down)
+        {
+            for waiter in waiters {
+                let _ = waiter.send(Err(Error::SupervisorGone));
+            }
         }
     }
     // Every handle is gone: stop the servers politely, all at once.
@@ -661,6 +703,9 @@ async fn run_actor(
         })
         .collect();
     futures::future::join_all(sessions.iter().map(|session| session.shutdown())).await;
+    if let Some(reply) = stopped_reply {
+        let _ = reply.send(());
+    }
 }
 
 fn report(context: &Context, server: &str, root: &Path, entry: &Entry) -> SessionReport {
@@ -783,5 +828,11 @@ async fn start(
             generation,
             result,
         });
+    }
+}
+
+impl tools_core::Shutdown for LspSupervisor {
+    fn shutdown(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(LspSupervisor::shutdown(self))
     }
 }

@@ -1,13 +1,13 @@
 //! `apply_patch`: a unified diff over several files, applied all or nothing.
 
-use std::path::PathBuf;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, FileChange, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{
+    CallContext, Change, Expect, FileChange, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
+};
 
-use super::patch::{HunkLine, apply_file_patch, parse_patch};
-use super::read_text;
+use super::patch::{FilePatch, HunkLine, apply_file_patch, parse_patch};
+use super::{read_snapshot, update_failed};
 
 /// Apply a unified diff, as `git diff` prints it, to one or more files.
 ///
@@ -74,6 +74,22 @@ impl Tool for ApplyPatch {
     type Output = ApplyPatchOutput;
     const NAME: &'static str = "apply_patch";
     const TIER: Tier = Tier::Write;
+    const WRITES_FILES: bool = true;
+
+    /// Every old and new path of the patch's file sections.
+    fn writes(&self, input: &ApplyPatchInput, workspace: &Workspace) -> Writes {
+        let mut files = Vec::new();
+        for patch in parse_patch(&input.patch).unwrap_or_default() {
+            for name in [&patch.old_path, &patch.new_path].into_iter().flatten() {
+                if let Ok(path) = workspace.resolve(name)
+                    && !files.contains(&path)
+                {
+                    files.push(path);
+                }
+            }
+        }
+        Writes { files, more: false }
+    }
 
     async fn call(
         &self,
@@ -82,89 +98,17 @@ impl Tool for ApplyPatch {
     ) -> Result<ToolOutput<ApplyPatchOutput>, ToolError> {
         let workspace = context.workspace();
         let patches = parse_patch(&input.patch).map_err(ToolError::Failed)?;
-        let mut changes: Vec<(PathBuf, FileChange)> = Vec::new();
-        let mut files = Vec::new();
-        for patch in &patches {
-            let resolve =
-                |path: &Option<String>| path.as_deref().map(|p| workspace.resolve(p)).transpose();
-            let old = resolve(&patch.old_path)?;
-            let new = resolve(&patch.new_path)?;
-            let source = old.as_ref().or(new.as_ref());
-            let Some(source) = source else {
-                return Err(ToolError::failed(
-                    "a file section of the patch names neither an old nor a new path",
-                ));
-            };
-            let shown = workspace.display(new.as_ref().unwrap_or(source));
-            if changes
-                .iter()
-                .any(|(path, _)| Some(path) == new.as_ref() || Some(path) == old.as_ref())
-            {
-                return Err(ToolError::failed(format!(
-                    "the patch changes {shown} in two sections: merge them into one section per file"
-                )));
-            }
-            // A plain `diff -u x.orig x` names one file twice: patch whichever exists, keeping
-            // the new name, as patch(1) does. A git copy reads the old file and keeps it.
-            let renames = patch.moves && old.is_some() && new.is_some() && old != new;
-            let read_from = match (&old, &new) {
-                (Some(_), Some(n)) if !patch.moves && n.exists() => Some(n),
-                (Some(o), _) => Some(o),
-                (None, _) => None,
-            };
-            let original = match read_from {
-                Some(path) if path.exists() => Some(read_text(workspace, path)?),
-                _ => None,
-            };
-            if old.is_none()
-                && let Some(path) = &new
-                && path.exists()
-            {
-                return Err(ToolError::failed(format!(
-                    "the patch creates {shown} but it already exists; make the patch against its current content, or use write"
-                )));
-            }
-            let updated = apply_file_patch(patch, original.as_deref()).map_err(|problem| {
-                ToolError::failed(format!("{shown}: {problem}; no file was changed"))
-            })?;
-            let (added, removed) =
-                patch
-                    .hunks
-                    .iter()
-                    .flat_map(|h| &h.lines)
-                    .fold((0, 0), |(a, r), line| match line {
-                        HunkLine::Added(_) => (a + 1, r),
-                        HunkLine::Removed(_) => (a, r + 1),
-                        HunkLine::Context(_) => (a, r),
-                    });
-            let (action, renamed_from) = match (&old, &new) {
-                (None, Some(_)) => (PatchAction::Created, None),
-                (Some(_), None) => (PatchAction::Deleted, None),
-                (Some(o), Some(_)) if renames => (PatchAction::Renamed, Some(workspace.display(o))),
-                (Some(_), Some(n)) if !n.exists() => (PatchAction::Created, None),
-                _ => (PatchAction::Modified, None),
-            };
-            match (&old, &new, updated) {
-                (_, Some(new_path), Some(content)) => {
-                    changes.push((new_path.clone(), FileChange::Write(content.into_bytes())));
-                    if let Some(old_path) = old.as_ref().filter(|_| renames) {
-                        changes.push((old_path.clone(), FileChange::Delete));
-                    }
-                }
-                (Some(old_path), _, None) => changes.push((old_path.clone(), FileChange::Delete)),
-                _ => {}
-            }
-            files.push(PatchedFile {
-                path: shown,
-                action,
-                renamed_from,
-                added,
-                removed,
-            });
-        }
-        let previous = workspace
-            .commit(&changes)
-            .map_err(|e| ToolError::failed(format!("{e}; every file was left as it was")))?;
+        // Every file is read, patched and written as one step under the workspace's write
+        // lock: a concurrent writer lands before or after, never in between.
+        let (previous, (changes, files)) = workspace
+            .update_async(move |workspace| {
+                plan(workspace, &patches).map(|planned| {
+                    let changes = planned.0.clone();
+                    (changes, planned)
+                })
+            })
+            .await
+            .map_err(|error| update_failed(workspace, error))?;
         let mut text = format!(
             "Applied the patch to {}:",
             super::plural(files.len(), "file")
@@ -186,7 +130,7 @@ impl Tool for ApplyPatch {
                 file.path, file.added, file.removed
             ));
         }
-        let touched = changes.into_iter().map(|(path, _)| path);
+        let touched = changes.into_iter().map(|change| change.path);
         Ok(ToolOutput::new(
             text,
             ApplyPatchOutput {
@@ -197,6 +141,116 @@ impl Tool for ApplyPatch {
         .touching(touched)
         .previously(previous))
     }
+}
+
+/// Patches every file in memory: the changes to commit (each expecting the text it was computed
+/// from) and what to report per file. Nothing is written here.
+fn plan(
+    workspace: &Workspace,
+    patches: &[FilePatch],
+) -> Result<(Vec<Change>, Vec<PatchedFile>), ToolError> {
+    let mut changes: Vec<Change> = Vec::new();
+    let mut files = Vec::new();
+    for patch in patches {
+        let resolve =
+            |path: &Option<String>| path.as_deref().map(|p| workspace.resolve(p)).transpose();
+        let old = resolve(&patch.old_path)?;
+        let new = resolve(&patch.new_path)?;
+        let source = old.as_ref().or(new.as_ref());
+        let Some(source) = source else {
+            return Err(ToolError::failed(
+                "a file section of the patch names neither an old nor a new path",
+            ));
+        };
+        let shown = workspace.display(new.as_ref().unwrap_or(source));
+        if changes
+            .iter()
+            .any(|change| Some(&change.path) == new.as_ref() || Some(&change.path) == old.as_ref())
+        {
+            return Err(ToolError::failed(format!(
+                "the patch changes {shown} in two sections: merge them into one section per file"
+            )));
+        }
+        // A plain `diff -u x.orig x` names one file twice: patch whichever exists, keeping
+        // the new name, as patch(1) does. A git copy reads the old file and keeps it.
+        let renames = patch.moves && old.is_some() && new.is_some() && old != new;
+        let read_from = match (&old, &new) {
+            (Some(_), Some(n)) if !patch.moves && n.exists() => Some(n),
+            (Some(o), _) => Some(o),
+            (None, _) => None,
+        };
+        let (original, read_expect) = match read_from {
+            Some(path) if path.exists() => {
+                let (text, expect) = read_snapshot(workspace, path)?;
+                (Some(text), Some((path.clone(), expect)))
+            }
+            _ => (None, None),
+        };
+        if old.is_none()
+            && let Some(path) = &new
+            && path.exists()
+        {
+            return Err(ToolError::failed(format!(
+                "the patch creates {shown} but it already exists; make the patch against its current content, or use write"
+            )));
+        }
+        let updated = apply_file_patch(patch, original.as_deref()).map_err(|problem| {
+            ToolError::failed(format!("{shown}: {problem}; no file was changed"))
+        })?;
+        let (added, removed) =
+            patch
+                .hunks
+                .iter()
+                .flat_map(|h| &h.lines)
+                .fold((0, 0), |(a, r), line| match line {
+                    HunkLine::Added(_) => (a + 1, r),
+                    HunkLine::Removed(_) => (a, r + 1),
+                    HunkLine::Context(_) => (a, r),
+                });
+        let (action, renamed_from) = match (&old, &new) {
+            (None, Some(_)) => (PatchAction::Created, None),
+            (Some(_), None) => (PatchAction::Deleted, None),
+            (Some(o), Some(_)) if renames => (PatchAction::Renamed, Some(workspace.display(o))),
+            (Some(_), Some(n)) if !n.exists() => (PatchAction::Created, None),
+            _ => (PatchAction::Modified, None),
+        };
+        // What each written path must hold: the text it was patched from, or no file at all.
+        let expect = |path: &std::path::PathBuf| match &read_expect {
+            Some((read, expect)) if read == path => *expect,
+            _ if !path.exists() => Expect::Absent,
+            _ => Expect::Anything,
+        };
+        match (&old, &new, updated) {
+            (_, Some(new_path), Some(content)) => {
+                changes.push(Change {
+                    path: new_path.clone(),
+                    expect: expect(new_path),
+                    change: FileChange::Write(content.into_bytes()),
+                });
+                if let Some(old_path) = old.as_ref().filter(|_| renames) {
+                    changes.push(Change {
+                        path: old_path.clone(),
+                        expect: expect(old_path),
+                        change: FileChange::Delete,
+                    });
+                }
+            }
+            (Some(old_path), _, None) => changes.push(Change {
+                path: old_path.clone(),
+                expect: expect(old_path),
+                change: FileChange::Delete,
+            }),
+            _ => {}
+        }
+        files.push(PatchedFile {
+            path: shown,
+            action,
+            renamed_from,
+            added,
+            removed,
+        });
+    }
+    Ok((changes, files))
 }
 
 #[cfg(test)]

@@ -2,9 +2,11 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{
+    CallContext, Change, FileChange, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
+};
 
-use super::{line_of, plural, read_text, write_text};
+use super::{line_of, plural, read_snapshot, update_failed};
 
 /// Replace an exact piece of text in a file.
 ///
@@ -51,6 +53,14 @@ impl Tool for Edit {
     type Output = EditOutput;
     const NAME: &'static str = "edit";
     const TIER: Tier = Tier::Write;
+    const WRITES_FILES: bool = true;
+
+    fn writes(&self, input: &EditInput, workspace: &Workspace) -> Writes {
+        Writes {
+            files: workspace.resolve(&input.path).into_iter().collect(),
+            more: false,
+        }
+    }
 
     async fn call(
         &self,
@@ -70,28 +80,30 @@ impl Tool for Edit {
                 "`old_string` and `new_string` are the same, so the edit would change nothing",
             ));
         }
-        let text = read_text(workspace, &path)?;
-        let (old, new) = match_line_endings(&text, &input.old_string, &input.new_string);
-        let starts: Vec<usize> = text
-            .match_indices(old.as_str())
-            .map(|(start, _)| start)
-            .collect();
-        if starts.is_empty() {
-            return Err(ToolError::failed(not_found(&text, &old, &shown)));
-        }
-        if starts.len() > 1 && !input.replace_all {
-            let lines: Vec<String> = starts
-                .iter()
-                .map(|s| line_of(&text, *s).to_string())
-                .collect();
-            return Err(ToolError::failed(format!(
-                "`old_string` occurs {} times in {shown} (lines {}): include more surrounding lines to make it unique, or set replace_all to true",
-                starts.len(),
-                lines.join(", ")
-            )));
-        }
-        let updated = text.replace(old.as_str(), &new);
-        write_text(workspace, &path, &updated)?;
+        // Read, match and write as one step under the workspace's write lock, so a concurrent
+        // writer either lands before this read or after this write — never in between.
+        let (previous, (updated, starts, old, new)) = {
+            let path = path.clone();
+            let shown = shown.clone();
+            workspace
+                .update_async(move |workspace| {
+                    let (text, expect) = read_snapshot(workspace, &path)?;
+                    let (old, new) = replace_in(&text, &input, &shown)?;
+                    let starts: Vec<usize> = text
+                        .match_indices(old.as_str())
+                        .map(|(start, _)| start)
+                        .collect();
+                    let updated = text.replace(old.as_str(), &new);
+                    let change = Change {
+                        path,
+                        expect,
+                        change: FileChange::Write(updated.clone().into_bytes()),
+                    };
+                    Ok((vec![change], (updated, starts, old, new)))
+                })
+                .await
+                .map_err(|error| update_failed(workspace, error))?
+        };
         // Where each replacement starts in the new text: earlier replacements shift later ones.
         let shift = new.len() as isize - old.len() as isize;
         let lines: Vec<usize> = starts
@@ -120,8 +132,34 @@ impl Tool for Edit {
                 diagnostics: None,
             },
         )
-        .touching([path]))
+        .touching([path])
+        .previously(previous))
     }
+}
+
+/// The text to replace and its replacement, in the file's own line endings, once `old_string`
+/// was found the number of times the call allows.
+fn replace_in(text: &str, input: &EditInput, shown: &str) -> Result<(String, String), ToolError> {
+    let (old, new) = match_line_endings(text, &input.old_string, &input.new_string);
+    let starts: Vec<usize> = text
+        .match_indices(old.as_str())
+        .map(|(start, _)| start)
+        .collect();
+    if starts.is_empty() {
+        return Err(ToolError::failed(not_found(text, &old, shown)));
+    }
+    if starts.len() > 1 && !input.replace_all {
+        let lines: Vec<String> = starts
+            .iter()
+            .map(|s| line_of(text, *s).to_string())
+            .collect();
+        return Err(ToolError::failed(format!(
+            "`old_string` occurs {} times in {shown} (lines {}): include more surrounding lines to make it unique, or set replace_all to true",
+            starts.len(),
+            lines.join(", ")
+        )));
+    }
+    Ok((old, new))
 }
 
 /// When the file uses CRLF and the model wrote LF, edit in the file's own line endings.

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
 
-use super::read_text;
+use super::{blocking, read_text};
 
 /// Read a text file from the workspace, with line numbers.
 ///
@@ -57,7 +57,10 @@ impl Tool for Read {
         let workspace = context.workspace();
         let path = workspace.resolve(&input.path)?;
         let shown = workspace.display(&path);
-        let text = read_text(workspace, &path)?;
+        let text = {
+            let (workspace, path) = (workspace.clone(), path.clone());
+            blocking(move || read_text(&workspace, &path)).await?
+        };
         let lines: Vec<&str> = text.lines().collect();
         let total = lines.len();
         let offset = input.offset.unwrap_or(1);
@@ -84,7 +87,8 @@ impl Tool for Read {
                 "`offset` {offset} is past the end of {shown}, which has {total} lines"
             )));
         }
-        let last = (offset - 1 + limit).min(total);
+        // Saturating: a huge `limit` means "to the end", never an overflow.
+        let last = (offset - 1).saturating_add(limit).min(total);
         let width = last.to_string().len().max(4);
         let mut out = String::new();
         for (index, line) in lines[offset - 1..last].iter().enumerate() {
@@ -122,6 +126,57 @@ mod tests {
     use crate::host::test_support::Fixture;
 
     const FILE: &str = "//- /src/lib.rs\nfn one() {}\nfn two() {}\nfn three() {}\n";
+
+    #[tokio::test]
+    async fn a_huge_limit_reads_to_the_end() {
+        let fx = Fixture::new(FILE);
+        for limit in [json!(9007199254740992u64), json!(u64::MAX)] {
+            let result = fx
+                .call(
+                    "read",
+                    json!({"path": "src/lib.rs", "offset": 2, "limit": limit}),
+                )
+                .await;
+            assert!(!result.is_error, "{}", result.text);
+            assert_eq!(
+                result.text,
+                "   2\tfn two() {}\n   3\tfn three() {}\n(src/lib.rs: lines 2–3 of 3)\n"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_named_pipe_is_refused_without_hanging() {
+        let fx = Fixture::new(FILE);
+        let fifo = fx.dir.path().join("pipe");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        for (tool, arguments) in [
+            ("read", json!({"path": "pipe"})),
+            (
+                "edit",
+                json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+            ),
+            (
+                "apply_patch",
+                json!({"patch": "--- a/pipe\n+++ b/pipe\n@@ -1 +1 @@\n-a\n+b\n"}),
+            ),
+        ] {
+            let result = fx.call(tool, arguments).await;
+            assert!(
+                result
+                    .text
+                    .starts_with("pipe is a named pipe (FIFO), not a regular file"),
+                "{tool}: {}",
+                result.text
+            );
+        }
+    }
 
     #[tokio::test]
     async fn reads_numbered_lines() {
@@ -165,6 +220,9 @@ mod tests {
             "src/nope.rs does not exist; check the path, or use write to create it"
         );
         let folder = fx.call("read", json!({"path": "src"})).await;
-        assert_eq!(folder.text, "src is a directory, not a file");
+        assert_eq!(
+            folder.text,
+            "src is a directory, not a file; give a file path"
+        );
     }
 }

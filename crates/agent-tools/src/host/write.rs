@@ -2,9 +2,11 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{
+    CallContext, Change, FileChange, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
+};
 
-use super::{count_lines, plural, write_text};
+use super::{count_lines, plural};
 
 /// Create a file, or replace its whole content, in the workspace.
 ///
@@ -48,6 +50,14 @@ impl Tool for Write {
     type Output = WriteOutput;
     const NAME: &'static str = "write";
     const TIER: Tier = Tier::Write;
+    const WRITES_FILES: bool = true;
+
+    fn writes(&self, input: &WriteInput, workspace: &Workspace) -> Writes {
+        Writes {
+            files: workspace.resolve(&input.path).into_iter().collect(),
+            more: false,
+        }
+    }
 
     async fn call(
         &self,
@@ -57,8 +67,16 @@ impl Tool for Write {
         let workspace = context.workspace();
         let path = workspace.resolve(&input.path)?;
         let shown = workspace.display(&path);
-        let created = !path.exists();
-        write_text(workspace, &path, &input.content)?;
+        // The whole file is replaced whatever it held, so no content is expected; the commit
+        // still confines the path again and refuses a folder or a named pipe.
+        let previous = workspace
+            .commit_async(vec![Change::anyway(
+                path.clone(),
+                FileChange::Write(input.content.clone().into_bytes()),
+            )])
+            .await
+            .map_err(|error| error.to_tool_error(workspace))?;
+        let created = previous.first().is_none_or(|(_, before)| before.is_none());
         let lines = count_lines(&input.content);
         let bytes = input.content.len();
         let verb = if created { "Created" } else { "Replaced" };
@@ -77,7 +95,8 @@ impl Tool for Write {
                 diagnostics: None,
             },
         )
-        .touching([path]))
+        .touching([path])
+        .previously(previous))
     }
 }
 
@@ -118,5 +137,53 @@ mod tests {
             result.text
         );
         assert!(!fx.dir.path().parent().unwrap().join("escape.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_leaves_no_folders_behind() {
+        let fx = Fixture::new("//- /a.txt\nold\n");
+        let long = "n".repeat(300);
+        let result = fx
+            .call(
+                "write",
+                json!({"path": format!("made/here/{long}.txt"), "content": "x"}),
+            )
+            .await;
+        assert!(result.is_error);
+        assert!(
+            result.text.contains("nothing was changed"),
+            "{}",
+            result.text
+        );
+        assert!(!fx.dir.path().join("made").exists());
+    }
+
+    #[tokio::test]
+    async fn writing_onto_a_folder_or_a_named_pipe_is_refused() {
+        let fx = Fixture::new("//- /dir/a.txt\nold\n");
+        let result = fx
+            .call("write", json!({"path": "dir", "content": "x"}))
+            .await;
+        assert_eq!(
+            result.text,
+            "dir is a folder, not a regular file, so nothing was written; give the path of a \
+             regular file"
+        );
+        let fifo = fx.dir.path().join("pipe");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let result = fx
+            .call("write", json!({"path": "pipe", "content": "x"}))
+            .await;
+        assert!(
+            result.text.starts_with("pipe is a named pipe (FIFO)"),
+            "{}",
+            result.text
+        );
     }
 }

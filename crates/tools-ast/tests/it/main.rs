@@ -19,10 +19,7 @@ struct Fixture {
 fn fixture(files: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     tools_core::testing::write_fixture(dir.path(), files).unwrap();
-    let mut builder = RegistryBuilder::new(Run {
-        workspace: Workspace::new(dir.path()).unwrap(),
-        questions: None,
-    });
+    let mut builder = RegistryBuilder::new(Run::new(Workspace::new(dir.path()).unwrap()));
     tools_ast::register(&mut builder, tools_ast::SearchOptions::default());
     let options = DispatcherOptions {
         approval: ApprovalPolicy::Allow,

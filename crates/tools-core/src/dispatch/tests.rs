@@ -79,7 +79,7 @@ impl Tool for Spin {
     type Output = Echo;
     const NAME: &'static str = "spin";
     const TIER: Tier = Tier::Exec;
-    const PARALLEL_SAFE: bool = false;
+    const LANE: Option<Lane> = Some(Lane::EVAL);
     async fn call(&self, _: CallContext, _: Empty) -> Result<ToolOutput<Echo>, ToolError> {
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most.fetch_max(now, Ordering::SeqCst);
@@ -140,10 +140,7 @@ impl QuestionPort for Scripted {
 }
 
 fn run(questions: Option<Arc<Questions>>) -> Run {
-    Run {
-        workspace: Workspace::new(std::env::temp_dir()).unwrap(),
-        questions,
-    }
+    Run::new(Workspace::new(std::env::temp_dir()).unwrap()).with_questions(questions)
 }
 
 fn dispatcher_with(
@@ -373,7 +370,7 @@ async fn core_5_permission_cards_allow_only_on_an_explicit_allow() {
 }
 
 #[tokio::test]
-async fn core_6_tools_that_are_not_parallel_safe_never_overlap() {
+async fn core_6_calls_on_one_lane_never_overlap() {
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let barrier = Arc::new(tokio::sync::Barrier::new(2));
@@ -394,13 +391,14 @@ async fn core_6_tools_that_are_not_parallel_safe_never_overlap() {
 
 struct Suffix(&'static str);
 impl Wrapper for Suffix {
-    fn wraps(&self, tool: &str) -> bool {
-        tool == "poke"
+    fn wraps(&self, spec: &ToolSpec) -> bool {
+        spec.name == "poke"
     }
     fn around<'a>(
         &'a self,
         _: &'a CallContext,
         _: &'a ToolCall,
+        _: &'a Writes,
         next: Next<'a>,
     ) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
@@ -453,4 +451,370 @@ async fn long_output_is_cut_with_a_note_saying_how_much() {
         "line one\nline two\nline three\n\n[output cut: showed the first 29 of 39 bytes; narrow the request \
          (a smaller range, a more specific path or pattern) to see the rest]"
     );
+}
+
+/// Calls another tool through its bridge and returns what that call answered.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RelayInput {
+    tool: String,
+    #[serde(default)]
+    arguments: serde_json::Value,
+}
+
+macro_rules! relay_tool {
+    ($ty:ident, $name:literal, $lane:expr, $tier:expr) => {
+        struct $ty;
+        impl Tool for $ty {
+            type Input = RelayInput;
+            type Output = Echo;
+            const NAME: &'static str = $name;
+            const TIER: Tier = $tier;
+            const LANE: Option<Lane> = $lane;
+            async fn call(
+                &self,
+                context: CallContext,
+                input: RelayInput,
+            ) -> Result<ToolOutput<Echo>, ToolError> {
+                relay(context, input).await
+            }
+        }
+    };
+}
+
+async fn relay(context: CallContext, input: RelayInput) -> Result<ToolOutput<Echo>, ToolError> {
+    let bridge = context.bridge().expect("dispatched calls have a bridge");
+    let nested = bridge
+        .call(ToolCall {
+            name: input.tool,
+            arguments: input.arguments,
+        })
+        .await;
+    let text = format!(
+        "{}{}",
+        if nested.is_error { "error: " } else { "" },
+        nested.text
+    );
+    Ok(ToolOutput::new(text.clone(), Echo { text }))
+}
+
+relay_tool!(Cell, "cell", Some(Lane::EVAL), Tier::Read);
+relay_tool!(Step, "step", Some(Lane::DEBUG), Tier::Read);
+relay_tool!(Hop, "hop", None, Tier::Read);
+
+/// Waits for its cancellation, then stops cleanly (a graceful tool).
+struct Patient(Arc<AtomicUsize>);
+impl Tool for Patient {
+    type Input = Empty;
+    type Output = Echo;
+    const NAME: &'static str = "patient";
+    const TIER: Tier = Tier::Read;
+    const LANE: Option<Lane> = Some(Lane::EVAL);
+    const GRACEFUL_CANCEL: bool = true;
+    async fn call(&self, context: CallContext, _: Empty) -> Result<ToolOutput<Echo>, ToolError> {
+        context.progress_of("working", 1.0, Some(3.0));
+        context.cancellation().cancelled().await;
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Err(ToolError::failed("interrupted cleanly"))
+    }
+}
+
+/// Never returns and ignores cancellation.
+struct Stuck;
+impl Tool for Stuck {
+    type Input = Empty;
+    type Output = Echo;
+    const NAME: &'static str = "stuck";
+    const TIER: Tier = Tier::Read;
+    const LANE: Option<Lane> = Some(Lane::EVAL);
+    const GRACEFUL_CANCEL: bool = true;
+    async fn call(&self, _: CallContext, _: Empty) -> Result<ToolOutput<Echo>, ToolError> {
+        futures::future::pending().await
+    }
+}
+
+fn bridged(options: DispatcherOptions) -> Dispatcher {
+    dispatcher_with(None, options, |b| {
+        b.register(Cell).register(Step).register(Hop);
+    })
+}
+
+#[tokio::test]
+async fn core_8_a_bridge_call_into_a_lane_its_caller_holds_is_refused_at_once() {
+    let d = bridged(allow_all());
+    let result = call(
+        &d,
+        "cell",
+        json!({"tool": "cell", "arguments": {"tool": "peek"}}),
+    )
+    .await;
+    assert_eq!(
+        result.text,
+        "error: `cell` was not run: it runs on the `eval` lane, which the `cell` call that made \
+         this nested call already holds, so it would wait on itself; make this call after that \
+         one returns"
+    );
+    // Through an intermediate tool with no lane, the ancestor's lane is still held.
+    let result = call(
+        &d,
+        "cell",
+        json!({"tool": "hop", "arguments": {"tool": "cell", "arguments": {"tool": "peek"}}}),
+    )
+    .await;
+    assert!(
+        result.text.contains("`cell` was not run"),
+        "{}",
+        result.text
+    );
+    // Another lane is fine, and reaches the innermost tool.
+    let result = call(
+        &d,
+        "cell",
+        json!({"tool": "step", "arguments": {"tool": "peek", "arguments": {"text": "deep"}}}),
+    )
+    .await;
+    assert_eq!(result.text, "deep");
+}
+
+#[tokio::test]
+async fn core_8_a_bridge_call_on_the_plan_surface_is_refused_as_a_models_would_be() {
+    let d = bridged(DispatcherOptions {
+        surface: Surface::Plan,
+        ..allow_all()
+    });
+    let result = call(&d, "cell", json!({"tool": "poke"})).await;
+    assert_eq!(
+        result.text,
+        "error: `poke` is a write-tier tool and the plan surface allows only read tools: it \
+         cannot be called here; use read tools, or ask to leave plan mode"
+    );
+    // Argument errors and the output limit apply too.
+    let result = call(&d, "cell", json!({"tool": "peek", "arguments": {"txt": 1}})).await;
+    assert!(
+        result.text.starts_with("error: bad arguments for `peek`"),
+        "{}",
+        result.text
+    );
+}
+
+#[tokio::test]
+async fn core_8_bridge_approval_cards_say_who_asked() {
+    let port = Arc::new(Scripted {
+        answer: Answer::Answered {
+            selected: vec!["allow".into()],
+            text: None,
+        },
+        seen: Default::default(),
+    });
+    let questions = Arc::new(Questions::new(port.clone(), Duration::from_millis(50)));
+    let d = dispatcher_with(Some(questions), DispatcherOptions::default(), |b| {
+        b.register(Cell);
+    });
+    let result = call(&d, "cell", json!({"tool": "poke"})).await;
+    assert_eq!(result.text, "poked");
+    let cards = port.seen.lock().unwrap().clone();
+    let details = cards[0].context.clone().unwrap_or_default();
+    assert!(
+        details.starts_with("Requested by a running `cell` call, not by the model directly"),
+        "{details}"
+    );
+}
+
+#[tokio::test]
+async fn core_8_nesting_stops_at_the_depth_cap() {
+    let d = bridged(allow_all());
+    // hop → hop → hop → hop → hop: the fifth nested call is one too deep.
+    let mut arguments = json!({"tool": "peek", "arguments": {"text": "bottom"}});
+    for _ in 0..MAX_BRIDGE_DEPTH {
+        arguments = json!({"tool": "hop", "arguments": arguments});
+    }
+    let result = call(&d, "hop", arguments.clone()).await;
+    assert!(
+        result.text.contains(
+            "nested tool calls may go 4 levels deep and this one, from `hop`, would be level 5"
+        ),
+        "{}",
+        result.text
+    );
+    // One level less reaches the bottom.
+    let result = call(&d, "hop", arguments["arguments"].clone()).await;
+    assert_eq!(result.text, "bottom");
+}
+
+#[tokio::test]
+async fn cancelling_a_call_lets_a_graceful_tool_stop_and_frees_its_lane() {
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let d = dispatcher_with(None, allow_all(), |b| {
+        b.register(Patient(stopped.clone()))
+            .register(Stuck)
+            .register(Cell);
+    });
+    let token = tokio_util::sync::CancellationToken::new();
+    let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink: ProgressSink = {
+        let reports = reports.clone();
+        Arc::new(move |p: Progress| reports.lock().unwrap().push(p))
+    };
+    let first = {
+        let d = d.clone();
+        let token = token.clone();
+        tokio::spawn(async move {
+            d.dispatch_with(
+                ToolCall {
+                    name: "patient".into(),
+                    arguments: json!({}),
+                },
+                CallOptions {
+                    cancel: Some(token),
+                    progress: Some(sink),
+                },
+            )
+            .await
+        })
+    };
+    while reports.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        reports.lock().unwrap()[0],
+        Progress {
+            message: "working".into(),
+            done: Some(1.0),
+            total: Some(3.0)
+        }
+    );
+    token.cancel();
+    let result = first.await.unwrap();
+    assert_eq!(result.text, "interrupted cleanly");
+    assert_eq!(stopped.load(Ordering::SeqCst), 1);
+    // The lane is free: another eval call runs.
+    assert_eq!(
+        call(
+            &d,
+            "cell",
+            json!({"tool": "peek", "arguments": {"text": "next"}})
+        )
+        .await
+        .text,
+        "next"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_that_ignores_cancellation_is_dropped_after_the_grace() {
+    let d = dispatcher_with(
+        None,
+        DispatcherOptions {
+            cancel_grace: Duration::from_secs(2),
+            ..allow_all()
+        },
+        |b| {
+            b.register(Stuck).register(Cell);
+        },
+    );
+    let token = tokio_util::sync::CancellationToken::new();
+    let stuck = {
+        let d = d.clone();
+        let token = token.clone();
+        tokio::spawn(async move {
+            d.dispatch_with(
+                ToolCall {
+                    name: "stuck".into(),
+                    arguments: json!({}),
+                },
+                CallOptions {
+                    cancel: Some(token),
+                    progress: None,
+                },
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    token.cancel();
+    let result = stuck.await.unwrap();
+    assert_eq!(
+        result.text,
+        "`stuck` was cancelled before it finished; anything it had already changed stays \
+         changed — check before calling it again"
+    );
+    assert_eq!(
+        call(
+            &d,
+            "cell",
+            json!({"tool": "peek", "arguments": {"text": "free"}})
+        )
+        .await
+        .text,
+        "free"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_callers_future_cancels_the_call() {
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let d = dispatcher_with(None, allow_all(), |b| {
+        b.register(Patient(stopped.clone()));
+    });
+    let call_future = call(&d, "patient", json!({}));
+    // The caller gives up after a moment.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), call_future)
+            .await
+            .is_err()
+    );
+    for _ in 0..100 {
+        if stopped.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        stopped.load(Ordering::SeqCst),
+        1,
+        "the tool saw its cancellation"
+    );
+}
+
+struct Resource(Arc<AtomicUsize>, Duration);
+impl Shutdown for Resource {
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            tokio::time::sleep(self.1).await;
+            self.0.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_cancels_calls_then_stops_resources_within_its_bound() {
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let d = dispatcher_with(None, allow_all(), |b| {
+        b.register(Patient(stopped.clone()));
+        b.run()
+            .on_shutdown("quick", Arc::new(Resource(stopped.clone(), Duration::ZERO)));
+        b.run().on_shutdown(
+            "slow",
+            Arc::new(Resource(stopped.clone(), Duration::from_secs(60))),
+        );
+    });
+    let running = {
+        let d = d.clone();
+        tokio::spawn(async move { call(&d, "patient", json!({})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let summary = d.shutdown(Duration::from_secs(3)).await;
+    assert_eq!(
+        summary,
+        ShutdownSummary {
+            calls_cancelled: 1,
+            calls_ended: true,
+            stopped: vec!["quick".into()],
+            timed_out: vec!["slow".into()],
+        }
+    );
+    assert_eq!(running.await.unwrap().text, "interrupted cleanly");
+    assert!(d.is_closing());
+    let refused = call(&d, "peek", json!({"text": "x"})).await;
+    assert_eq!(refused.text, "`peek` was not run: the run is shutting down");
 }

@@ -165,10 +165,7 @@ impl Fixture {
         }
         let workspace = Workspace::new(&root).unwrap();
         let supervisor = LspSupervisor::new(workspace.root(), config).unwrap();
-        let mut builder = RegistryBuilder::new(Run {
-            workspace,
-            questions: None,
-        });
+        let mut builder = RegistryBuilder::new(Run::new(workspace));
         tools_lsp::register(&mut builder, &supervisor);
         let options = DispatcherOptions {
             approval: ApprovalPolicy::Allow,

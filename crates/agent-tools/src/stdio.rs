@@ -1,0 +1,256 @@
+//! The MCP stream over stdio, one JSON-RPC message per line, that answers every request: a
+//! line that cannot be read as a message (JSON nested past the parser's depth limit, a wrong
+//! type) gets a JSON-RPC error naming what was wrong, sent to the request's id, instead of
+//! being dropped with the client left waiting forever.
+
+use std::sync::Arc;
+
+use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+
+/// JSON-RPC's code for text that is not JSON.
+const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's code for a request whose method is not known.
+const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC's code for a request whose parameters do not fit its method.
+const INVALID_PARAMS: i64 = -32602;
+
+/// A line-delimited JSON-RPC transport over a reader and a writer.
+pub struct LineTransport<R, W> {
+    lines: Lines<BufReader<R>>,
+    writer: Arc<tokio::sync::Mutex<W>>,
+}
+
+/// The transport `serve` uses: standard input and output.
+pub fn stdio_transport() -> LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
+    LineTransport::new(tokio::io::stdin(), tokio::io::stdout())
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
+    /// A transport reading messages from `reader` and writing them to `writer`.
+    pub fn new(reader: R, writer: W) -> Self {
+        LineTransport {
+            lines: BufReader::new(reader).lines(),
+            writer: Arc::new(tokio::sync::Mutex::new(writer)),
+        }
+    }
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(
+    writer: &tokio::sync::Mutex<W>,
+    mut line: Vec<u8>,
+) -> std::io::Result<()> {
+    line.push(b'\n');
+    let mut writer = writer.lock().await;
+    writer.write_all(&line).await?;
+    writer.flush().await
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = Arc::clone(&self.writer);
+        async move {
+            let line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            write_line(&writer, line).await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let line = match self.lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => return None,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the MCP stream; ending the connection");
+                    return None;
+                }
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(&line) {
+                Ok(message) => return Some(message),
+                Err(error) => {
+                    let Some(answer) = unreadable(&line, &error) else {
+                        tracing::warn!(%error, "dropped an unreadable notification");
+                        continue;
+                    };
+                    if let Ok(bytes) = serde_json::to_vec(&answer)
+                        && let Err(error) = write_line(&self.writer, bytes).await
+                    {
+                        tracing::warn!(%error, "cannot answer an unreadable request");
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.writer.lock().await.shutdown().await
+    }
+}
+
+/// The error answer to a line that did not decode, when it carries a request id; a
+/// notification (no id) gets none, as JSON-RPC says.
+fn unreadable(line: &str, error: &serde_json::Error) -> Option<Value> {
+    let id = request_id(line)?;
+    let (code, message) = match serde_json::from_str::<Value>(line) {
+        Err(json_error) => (
+            PARSE_ERROR,
+            format!(
+                "the request could not be read as JSON ({json_error}); JSON nested deeper than \
+                 128 levels is refused — send the arguments flatter"
+            ),
+        ),
+        Ok(_) if error.to_string().contains("unknown variant") => (
+            METHOD_NOT_FOUND,
+            format!("the method is not one this server knows ({error})"),
+        ),
+        Ok(_) => (
+            INVALID_PARAMS,
+            format!("the request's params do not fit its method: {error}"),
+        ),
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+}
+
+/// The `id` of a JSON-RPC request, found without parsing the whole line (which may be too deep
+/// to parse): the value of the top-level key `id`, when it is a number or a string.
+fn request_id(line: &str) -> Option<Value> {
+    let bytes = line.as_bytes();
+    let mut depth = 0usize;
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'"' => {
+                let end = string_end(bytes, index)?;
+                if depth == 1 && &line[index..=end] == "\"id\"" {
+                    let rest = line[end + 1..].trim_start().strip_prefix(':')?.trim_start();
+                    return scalar(rest);
+                }
+                index = end;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        index += 1;
+    }
+    None
+}
+
+/// The index of the quote closing the string that opens at `start`.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut index = start + 1;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'\\' => index += 2,
+            b'"' => return Some(index),
+            _ => index += 1,
+        }
+    }
+    None
+}
+
+/// A number or string at the start of `text`.
+fn scalar(text: &str) -> Option<Value> {
+    let end = match text.as_bytes().first()? {
+        b'"' => string_end(text.as_bytes(), 0)? + 1,
+        _ => text
+            .find(|c: char| c == ',' || c == '}' || c.is_whitespace())
+            .unwrap_or(text.len()),
+    };
+    match serde_json::from_str::<Value>(&text[..end]).ok()? {
+        value @ (Value::Number(_) | Value::String(_)) => Some(value),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(depth: usize) -> String {
+        format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    #[test]
+    fn the_id_is_found_however_deep_the_rest_is() {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","params":{{"arguments":{{"x":{}}},"id":"inner"}},"id":7,"method":"tools/call"}}"#,
+            nested(500)
+        );
+        assert_eq!(request_id(&line), Some(json!(7)));
+        assert_eq!(
+            request_id(r#"{"id": "a\"b", "method": "x"}"#),
+            Some(json!("a\"b"))
+        );
+        assert_eq!(request_id(r#"{"method": "notifications/x"}"#), None);
+    }
+
+    #[test]
+    fn a_request_too_deep_to_parse_gets_a_parse_error_with_its_id() {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"read","arguments":{{"x":{}}}}}}}"#,
+            nested(200)
+        );
+        let error = serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(&line).unwrap_err();
+        let answer = unreadable(&line, &error).unwrap();
+        assert_eq!(answer["id"], json!(3));
+        assert_eq!(answer["error"]["code"], json!(PARSE_ERROR));
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("recursion limit exceeded"),
+            "{answer}"
+        );
+    }
+
+    #[tokio::test]
+    async fn unreadable_requests_are_answered_and_the_stream_goes_on() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"read","arguments":{{"x":{}}}}}}}"#,
+            nested(130)
+        );
+        let wrong = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"#;
+        let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+        let input = format!("{deep}\n{wrong}\n\n{ping}\n");
+        let (client, server_out) = tokio::io::duplex(1 << 16);
+        let mut transport =
+            LineTransport::new(std::io::Cursor::new(input.into_bytes()), server_out);
+        let message = transport.receive().await.unwrap();
+        assert!(format!("{message:?}").contains("Ping"), "{message:?}");
+        assert!(
+            transport.receive().await.is_none(),
+            "the end of input ends the stream"
+        );
+        drop(transport);
+        let mut written = String::new();
+        let mut reader = BufReader::new(client);
+        tokio::io::AsyncReadExt::read_to_string(&mut reader, &mut written)
+            .await
+            .unwrap();
+        let answers: Vec<Value> = written
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(answers.len(), 2, "{written}");
+        assert_eq!(answers[0]["id"], json!(1));
+        assert_eq!(answers[0]["error"]["code"], json!(PARSE_ERROR));
+        assert_eq!(answers[1]["id"], json!(2));
+        assert_eq!(answers[1]["error"]["code"], json!(PARSE_ERROR));
+    }
+}
