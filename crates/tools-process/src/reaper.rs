@@ -71,15 +71,17 @@ pub fn reap_orphans() -> usize {
     reaped
 }
 
-/// A background task reaping orphans on every SIGCHLD, and every second in case signals
-/// coalesced; it stops when this is dropped.
+/// The background task reaping orphans on every SIGCHLD, and every second in case signals
+/// coalesced. Like a tokio `JoinHandle`, dropping this leaves the task running (it is meant to
+/// run as long as the process); [`OrphanReaper::stop`] ends it.
 #[derive(Debug)]
 pub struct OrphanReaper {
     task: JoinHandle<()>,
 }
 
-impl Drop for OrphanReaper {
-    fn drop(&mut self) {
+impl OrphanReaper {
+    /// Stops the task.
+    pub fn stop(self) {
         self.task.abort();
     }
 }
