@@ -193,16 +193,25 @@ impl Leader {
 ///
 /// A process that moves itself to another group or session (a daemon) escapes the group; the
 /// subreaper still reaps it once it exits, but nothing here kills it.
+///
+/// The kernel keeps a group's number from being reused while any process is in the group.
+/// Once it is empty, the number may go to a new child of ours, which leads a group of the same
+/// id; the handle then stops signalling it (the registry knows the newer owner).
 #[derive(Debug)]
 pub struct ProcessGroup {
     pgid: u32,
     grace: Duration,
+    ticket: u64,
 }
 
 impl ProcessGroup {
     pub(crate) fn new(pgid: u32, command: Arc<str>, grace: Duration) -> Self {
-        registry::register_group(pgid, command.to_string());
-        ProcessGroup { pgid, grace }
+        let ticket = registry::register_group(pgid, command.to_string());
+        ProcessGroup {
+            pgid,
+            grace,
+            ticket,
+        }
     }
 
     /// The group's id (the leader's pid).
@@ -227,7 +236,13 @@ impl ProcessGroup {
 
     /// SIGKILLs every process in the group now.
     pub fn kill(&self) {
-        registry::signal_group(self.pgid, Signal::KILL);
+        self.signal(Signal::KILL);
+    }
+
+    fn signal(&self, signal: Signal) {
+        if registry::owns_group(self.pgid, self.ticket) {
+            registry::signal_group(self.pgid, signal);
+        }
     }
 
     /// SIGTERM to the group, up to the grace for every process in it to end, then SIGKILL to
@@ -236,7 +251,7 @@ impl ProcessGroup {
         if !self.is_alive() {
             return false;
         }
-        registry::signal_group(self.pgid, Signal::TERM);
+        self.signal(Signal::TERM);
         let left = registry::wait_ended(vec![self.pgid], Instant::now() + self.grace).await;
         if left.is_empty() {
             return false;
@@ -249,6 +264,6 @@ impl ProcessGroup {
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.kill();
-        registry::unregister_group(self.pgid);
+        registry::unregister_group(self.pgid, self.ticket);
     }
 }

@@ -7,6 +7,7 @@
 //! polling loops below run on the async threads.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -15,8 +16,14 @@ use tokio::time::Instant;
 
 use crate::procfs;
 
-/// pgid → the command that leads it, for every group a [`crate::ProcessGroup`] owns.
-static GROUPS: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
+/// pgid → (the owning handle's ticket, the command that leads it), for every group a
+/// [`crate::ProcessGroup`] owns.
+static GROUPS: Mutex<BTreeMap<u32, (u64, String)>> = Mutex::new(BTreeMap::new());
+
+/// Tickets tell an old handle from a new one when a pid number is reused: once a group is
+/// empty and its leader reaped, the kernel may give its number to a new child of ours, which
+/// then leads a group with the same id.
+static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
 
 /// The pids of children whose exit status a handle of ours will collect.
 static TRACKED: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
@@ -31,14 +38,28 @@ pub(crate) fn spawning() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-pub(crate) fn register_group(pgid: u32, command: String) {
+/// Records that a handle owns group `pgid`; returns the handle's ticket.
+pub(crate) fn register_group(pgid: u32, command: String) -> u64 {
+    let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
     if let Ok(mut groups) = GROUPS.lock() {
-        groups.insert(pgid, command);
+        groups.insert(pgid, (ticket, command));
     }
+    ticket
 }
 
-pub(crate) fn unregister_group(pgid: u32) {
-    if let Ok(mut groups) = GROUPS.lock() {
+/// Whether the handle holding `ticket` still owns group `pgid` (a newer child of ours has not
+/// been given the same number since).
+pub(crate) fn owns_group(pgid: u32, ticket: u64) -> bool {
+    GROUPS
+        .lock()
+        .map(|groups| groups.get(&pgid).is_some_and(|(owner, _)| *owner == ticket))
+        .unwrap_or(true)
+}
+
+pub(crate) fn unregister_group(pgid: u32, ticket: u64) {
+    if let Ok(mut groups) = GROUPS.lock()
+        && groups.get(&pgid).is_some_and(|(owner, _)| *owner == ticket)
+    {
         groups.remove(&pgid);
     }
 }
@@ -120,7 +141,12 @@ pub struct LiveGroup {
 pub fn live_groups() -> Vec<LiveGroup> {
     let registered: Vec<(u32, String)> = GROUPS
         .lock()
-        .map(|groups| groups.iter().map(|(k, v)| (*k, v.clone())).collect())
+        .map(|groups| {
+            groups
+                .iter()
+                .map(|(pgid, (_, command))| (*pgid, command.clone()))
+                .collect()
+        })
         .unwrap_or_default();
     if registered.is_empty() {
         return Vec::new();
@@ -168,5 +194,27 @@ pub async fn shutdown_all(grace: Duration) -> ShutdownReport {
         groups: groups.len(),
         ended_after_term: groups.len() - left.len(),
         killed: left.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reused_group_number_belongs_to_its_newest_handle() {
+        // A number no real process has (above any pid_max), so nothing is signalled.
+        let pgid = u32::MAX - 7;
+        let old = register_group(pgid, "old".into());
+        let new = register_group(pgid, "new".into());
+        assert!(!owns_group(pgid, old));
+        assert!(owns_group(pgid, new));
+        unregister_group(pgid, old);
+        assert!(
+            owns_group(pgid, new),
+            "the old handle's drop leaves the new entry"
+        );
+        unregister_group(pgid, new);
+        assert!(!owns_group(pgid, new));
     }
 }
