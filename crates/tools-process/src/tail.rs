@@ -1,5 +1,5 @@
 //! The last lines a process wrote to one of its streams, kept for `status` reports and error
-//! messages ("the server stopped: <its last words>"), with every line also trace-logged.
+//! messages ("the server stopped: …" and its last words), with every line also trace-logged.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
