@@ -145,7 +145,7 @@ fn visit_file(
     finders: &[memmem::Finder<'_>],
     rewrite: Option<&TemplateFix>,
 ) -> Visit {
-    let Ok(bytes) = std::fs::read(file) else {
+    let Ok(bytes) = tools_core::read_regular(file) else {
         return Visit::Unreadable;
     };
     // The literal check comes before parsing: most files of a tree lack some literal of a

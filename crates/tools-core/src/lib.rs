@@ -33,7 +33,7 @@ pub use crate::{
     tool::{AnyTool, Image, Lane, PreparedCall, Tool, ToolOutput, ToolResult, Writes},
     workspace::{
         Change, CommitError, ContentHash, Expect, FileChange, Previous, Snapshot, UpdateError,
-        Workspace,
+        Workspace, read_regular,
     },
     written::{CheckedFile, WriteDiagnostics, WrittenDiagnostic},
 };

@@ -269,10 +269,25 @@ impl<T: Tool> AnyTool for T {
     ) -> Result<PreparedCall, ArgumentError> {
         // A missing arguments object is an empty one: tools whose fields are all optional
         // can then be called bare, and the others say which field is missing.
-        let arguments = if arguments.is_null() {
-            Value::Object(Default::default())
-        } else {
-            arguments
+        let arguments = match arguments {
+            Value::Null => Value::Object(Default::default()),
+            Value::Object(_) => arguments,
+            // serde would read an array as the struct's fields in order ("invalid length 0,
+            // expected struct …"): say plainly that an object is expected.
+            other => {
+                let kind = match other {
+                    Value::Array(_) => "an array",
+                    Value::String(_) => "a string",
+                    Value::Number(_) => "a number",
+                    _ => "a boolean",
+                };
+                return Err(ArgumentError {
+                    tool: T::NAME.to_owned(),
+                    field: String::new(),
+                    problem: format!("the arguments are {kind}, not an object of named fields"),
+                    expected: schema_signature(&schema_for::<T::Input>()),
+                });
+            }
         };
         let input: T::Input = serde_path_to_error::deserialize(arguments).map_err(|error| {
             let field = error.path().to_string();

@@ -363,7 +363,7 @@ impl Workspace {
     /// and what a commit must expect. Special files are refused unopened.
     pub fn read(&self, path: &Path) -> Result<Snapshot, ToolError> {
         self.check_regular(path)?;
-        match std::fs::read(path) {
+        match read_regular(path) {
             Ok(bytes) => Ok(Snapshot {
                 expect: Expect::of(Some(&bytes)),
                 bytes: Some(bytes),
@@ -477,7 +477,7 @@ impl Workspace {
                     kind,
                 });
             }
-            let original = match std::fs::read(path) {
+            let original = match read_regular(path) {
                 Ok(bytes) => Some(bytes),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(source) => {
@@ -589,6 +589,47 @@ async fn blocking<T: Send + 'static>(
             tool: "workspace".to_owned(),
             message: format!("file work stopped: {error}"),
         })
+}
+
+/// Reads a file that must be a regular one, never blocking on a special one: it is opened
+/// non-blocking (opening a named pipe would otherwise wait for a writer), checked on the open
+/// handle, then read. A folder, pipe, socket or device is an `InvalidInput` error saying what
+/// it is. Every tool reads files through this or [`Workspace::read`].
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        let kind = kind_of(&metadata.file_type());
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is {kind}, not a regular file", path.display()),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Linux's `O_NONBLOCK`.
+const O_NONBLOCK: i32 = 0o4000;
+
+fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        "a folder"
+    } else if file_type.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_block_device() || file_type.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// What a path is when it is neither a regular file nor a folder; `None` for those and for

@@ -327,7 +327,8 @@ impl Lsp {
                 let quoted = workspace
                     .resolve(file)
                     .ok()
-                    .and_then(|path| std::fs::read_to_string(path).ok())
+                    .and_then(|path| tools_core::read_regular(&path).ok())
+                    .and_then(|bytes| String::from_utf8(bytes).ok())
                     .and_then(|text| {
                         lines(&text)
                             .get((line as usize).wrapping_sub(1))

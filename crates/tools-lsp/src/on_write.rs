@@ -90,6 +90,9 @@ struct Outcome {
     diagnostics: Vec<Diagnostic>,
     settled: bool,
     text: Arc<str>,
+    /// The server answered the file with an error (it threw on it): not checked, and no
+    /// use waiting for a publish that will not come.
+    failed: Option<String>,
 }
 
 impl DiagnosticsOnWrite {
@@ -275,6 +278,15 @@ impl DiagnosticsOnWrite {
                 warnings: count(DiagnosticSeverity::WARNING),
                 omitted: 0,
             });
+            if let Some(message) = &outcome.failed {
+                report.notes.push(format!(
+                    "{} was not checked: {server} failed on this file ({}), so this result \
+                     cannot say whether the write broke it; `lsp reload` restarts the server",
+                    target.shown,
+                    one_line(message)
+                ));
+                continue;
+            }
             if !outcome.settled {
                 report.notes.push(self.unchecked(
                     &server,
@@ -385,6 +397,7 @@ async fn settle_all(
                 diagnostics: Vec::new(),
                 settled: false,
                 text: "".into(),
+                failed: None,
             },
         }
     }))
@@ -431,6 +444,7 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         diagnostics: Vec::new(),
         settled: false,
         text,
+        failed: None,
     };
     let pull = session.spec.pull;
     if matches!(pull, Pull::Lsp | Pull::TsServer) {
@@ -439,12 +453,24 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         if remaining.is_zero() {
             return unsettled(sent.text);
         }
-        if let Some(diagnostics) = session.pull_within(uri, remaining).await {
-            return Outcome {
-                diagnostics,
-                settled: true,
-                text: sent.text,
-            };
+        match session.pull_answer(uri, remaining).await {
+            Ok(Some(diagnostics)) => {
+                return Outcome {
+                    diagnostics,
+                    settled: true,
+                    text: sent.text,
+                    failed: None,
+                };
+            }
+            // The server threw on the file (basedpyright's RangeError on a huge file): no
+            // publish will come either, so the wait ends here.
+            Err(Error::Response { message, .. }) => {
+                return Outcome {
+                    failed: Some(message),
+                    ..unsettled(sent.text)
+                };
+            }
+            Ok(None) | Err(_) => {}
         }
     }
     // The server's own analysis is pulled below; publishes carry only its checks'.
@@ -524,6 +550,7 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         diagnostics,
         settled: true,
         text: sent.text,
+        failed: None,
     }
 }
 

@@ -112,8 +112,9 @@ impl<'a> Quoter<'a> {
             .files
             .entry(path.to_path_buf())
             .or_insert_with(|| {
-                std::fs::read_to_string(path)
+                tools_core::read_regular(path)
                     .ok()
+                    .and_then(|bytes| String::from_utf8(bytes).ok())
                     .map(|text| Lines::new(Arc::from(text)))
             })
             .as_ref()

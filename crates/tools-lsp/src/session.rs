@@ -514,7 +514,7 @@ impl Session {
                 version: open.version,
             });
         }
-        let text: Arc<str> = match std::fs::read(path) {
+        let text: Arc<str> = match tools_core::read_regular(path) {
             Ok(bytes) => String::from_utf8(bytes)
                 .map_err(|_| format!("{} is not UTF-8 text", path.display()))?
                 .into(),
@@ -708,17 +708,26 @@ impl Session {
         uri: &Url,
         timeout: Duration,
     ) -> Option<Vec<Diagnostic>> {
-        let pulled = match self.spec.pull {
-            Pull::None => return None,
-            Pull::Lsp | Pull::Analysis => self.pull_lsp(uri, timeout).await,
-            Pull::TsServer => self.pull_tsserver(uri, timeout).await,
-        };
-        match pulled {
+        match self.pull_answer(uri, timeout).await {
             Ok(diagnostics) => diagnostics,
             Err(error) => {
                 tracing::debug!(server = %self.spec.name, %error, "pulling diagnostics failed; using publishes");
                 None
             }
+        }
+    }
+
+    /// The server's diagnostics for `uri` as a pull answers, or its error: `Ok(None)` when it
+    /// does not answer pulls (or not with a full report).
+    pub(crate) async fn pull_answer(
+        &self,
+        uri: &Url,
+        timeout: Duration,
+    ) -> Result<Option<Vec<Diagnostic>>> {
+        match self.spec.pull {
+            Pull::None => Ok(None),
+            Pull::Lsp | Pull::Analysis => self.pull_lsp(uri, timeout).await,
+            Pull::TsServer => self.pull_tsserver(uri, timeout).await,
         }
     }
 

@@ -330,7 +330,8 @@ impl LspSupervisor {
         occurrence: Option<u32>,
     ) -> std::result::Result<(Opened, Target, TextDocumentPositionParams), ToolError> {
         if let Ok(path) = workspace.resolve(file)
-            && let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(bytes) = tools_core::read_regular(&path)
+            && let Ok(text) = String::from_utf8(bytes)
         {
             locate(&text, line, symbol, occurrence, &workspace.display(&path))
                 .map_err(ToolError::failed)?;

@@ -6,7 +6,10 @@
 
 mod ast;
 mod cli;
+mod fuzz;
+mod lifecycle;
 mod lsp;
 mod mcp;
 mod on_write;
 mod support;
+mod writes;

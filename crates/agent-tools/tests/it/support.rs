@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation,
+    ElicitResult, ElicitationAction, Implementation, ProgressNotificationParam,
 };
-use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::Value;
@@ -31,6 +31,8 @@ pub struct Client {
     people: Option<Arc<Mutex<Vec<Person>>>>,
     /// Every elicitation message the server sent, in order.
     pub cards: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Every progress notification the server sent, in order.
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
 }
 
 impl Client {
@@ -38,6 +40,7 @@ impl Client {
         Client {
             people: None,
             cards: Default::default(),
+            progress: Default::default(),
         }
     }
 
@@ -45,6 +48,7 @@ impl Client {
         Client {
             people: Some(Arc::new(Mutex::new(people))),
             cards: Default::default(),
+            progress: Default::default(),
         }
     }
 }
@@ -58,6 +62,14 @@ impl ClientHandler for Client {
             None => ClientCapabilities::default(),
         };
         ClientConfig::new(capabilities, Implementation::new("agent-tools-tests", "0"))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
     }
 
     async fn create_elicitation(
@@ -110,6 +122,48 @@ impl ClientHandler for Client {
 pub struct Server {
     pub service: RunningService<RoleClient, Client>,
     pub client: Client,
+    /// The server's pid.
+    pub pid: u32,
+    /// The value of [`MARK`] in the environment of the server and everything it starts.
+    pub mark: String,
+}
+
+/// An environment variable set on every `serve` a test starts, with a value unique to that
+/// server: every process it starts inherits it, so a test finds all of them, at any depth, in
+/// the process table.
+pub const MARK: &str = "AGENT_TOOLS_TEST_MARK";
+
+/// A value for [`MARK`] no other server of any test process has.
+pub fn unique_mark() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The processes alive (not zombies) whose environment carries `mark`, as `pid cmdline`.
+pub fn marked_processes(mark: &str) -> Vec<String> {
+    tools_process::list_processes()
+        .into_iter()
+        .filter(|p| !p.is_zombie())
+        .filter(|p| tools_process::process_env_var(p.pid, MARK).as_deref() == Some(mark))
+        .map(|p| format!("{} {}", p.pid, p.cmdline.join(" ")))
+        .collect()
+}
+
+/// Waits (up to a minute, polling) until `check` holds for the processes marked `mark`.
+pub async fn until_processes(mark: &str, check: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let found = marked_processes(mark);
+        if check(&found) || std::time::Instant::now() > deadline {
+            return found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 impl Server {
@@ -122,9 +176,17 @@ impl Server {
             "AGENT_TOOLS_LOG",
             std::env::var("AGENT_TOOLS_TEST_LOG").unwrap_or_else(|_| "warn".into()),
         );
+        let mark = unique_mark();
+        command.env(MARK, &mark);
         let transport = TokioChildProcess::new(command).unwrap();
+        let pid = transport.id().unwrap();
         let service = client.clone().serve(transport).await.unwrap();
-        Server { service, client }
+        Server {
+            service,
+            client,
+            pid,
+            mark,
+        }
     }
 
     pub async fn tool_names(&self) -> Vec<String> {

@@ -247,7 +247,7 @@ async fn core_7_bad_arguments_name_the_field_and_the_expected_shape() {
         ),
         (
             json!("text"),
-            "bad arguments for `peek`: invalid type: string \"text\", expected struct PeekInput",
+            "bad arguments for `peek`: the arguments are a string, not an object of named fields",
         ),
     ];
     for (arguments, message) in cases {

@@ -133,12 +133,24 @@ impl Fixture {
         Fixture::build(Some(temp), root, config)
     }
 
-    /// A fixture shared by the tests of one binary: a fixed folder under cargo's temp dir,
-    /// written afresh when the first test needs it.
+    /// A fixture shared by the tests of one binary: a folder under cargo's temp dir named for
+    /// this test process, written afresh when the first test needs it. Folders of processes
+    /// that have ended are removed; a test process running beside this one keeps its own.
     pub fn shared(name: &str, files: &str) -> Fixture {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("lsp-fixtures")
-            .join(name);
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lsp-fixtures");
+        if let Ok(entries) = std::fs::read_dir(&base) {
+            for entry in entries.flatten() {
+                let file_name = entry.file_name();
+                let pid = file_name
+                    .to_str()
+                    .and_then(|n| n.rsplit('-').next())
+                    .and_then(|pid| pid.parse::<u32>().ok());
+                if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let root = base.join(format!("{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         let root = root.canonicalize().unwrap();

@@ -1,0 +1,341 @@
+//! How `serve` ends and what it leaves behind: every exit path — SIGTERM, stdin closing, the
+//! client cancelling a call — is driven against a real project checker or language server,
+//! and the whole process table is then searched for anything the server started (every
+//! process it starts inherits the test's environment mark). Requests the transport cannot
+//! read are answered, and progress reaches a client that sent a token.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+use rmcp::service::PeerRequestOptions;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::lsp::{
+    basedpyright_available, config, rust_analyzer_available, rust_project, write_files,
+};
+use crate::support::{Client, MARK, Server, marked_processes, unique_mark, until_processes};
+
+/// A Python project whose check takes long enough to be interrupted: many modules.
+fn python_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[(
+            "pyproject.toml",
+            "[project]\nname = \"slow\"\nversion = \"0\"\n",
+        )],
+    );
+    for n in 0..400 {
+        let body: String = (0..40)
+            .map(|i| format!("def f{i}(x: int) -> int:\n    return x + {i}\n\n"))
+            .collect();
+        write_files(root, &[(&format!("pkg/m{n}.py"), &body)]);
+    }
+    write_files(root, &[("agent-tools.toml", &config(root))]);
+    dir
+}
+
+async fn start_allowing(root: &Path) -> Server {
+    Server::start(
+        root,
+        &["--approval", "allow"],
+        Client::without_elicitation(),
+    )
+    .await
+}
+
+fn signal(pid: u32, signal: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+}
+
+/// Sends `lsp diagnostics "*"` without waiting for the answer.
+async fn start_project_check(server: &Server) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
+    let params = CallToolRequestParams::new("lsp").with_arguments(
+        json!({"operation": "diagnostics", "file": "*"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    server
+        .service
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap()
+}
+
+/// Waits for the server to exit (it must, within a minute) and returns whether it did.
+fn exited(pid: u32) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        match tools_process::process_info(pid) {
+            None => return true,
+            Some(info) if info.is_zombie() => return true,
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    false
+}
+
+#[tokio::test]
+async fn sigterm_during_a_project_check_leaves_no_process_behind() {
+    if !basedpyright_available() {
+        return;
+    }
+    let dir = python_project();
+    let server = start_allowing(dir.path()).await;
+    let _call = start_project_check(&server).await;
+    // The checker (node under basedpyright) is running.
+    let running = until_processes(&server.mark, |found| {
+        found
+            .iter()
+            .any(|p| p.contains("basedpyright") && !p.contains("langserver"))
+    })
+    .await;
+    assert!(
+        running.iter().any(|p| p.contains("basedpyright")),
+        "the checker never started: {running:?}"
+    );
+    signal(server.pid, rustix::process::Signal::TERM);
+    assert!(exited(server.pid), "serve did not exit after SIGTERM");
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
+}
+
+#[tokio::test]
+async fn closing_stdin_during_a_project_check_leaves_no_process_behind() {
+    if !basedpyright_available() {
+        return;
+    }
+    let dir = python_project();
+    let server = start_allowing(dir.path()).await;
+    let (pid, mark) = (server.pid, server.mark.clone());
+    let _call = start_project_check(&server).await;
+    let running = until_processes(&mark, |found| {
+        found
+            .iter()
+            .any(|p| p.contains("basedpyright") && !p.contains("langserver"))
+    })
+    .await;
+    assert!(running.len() > 1, "the checker never started: {running:?}");
+    // The client goes away: its end of stdin closes.
+    server.service.cancel().await.unwrap();
+    assert!(exited(pid), "serve did not exit after stdin closed");
+    let left = until_processes(&mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind after stdin closed: {left:?}");
+}
+
+#[tokio::test]
+async fn sigterm_while_rust_analyzer_runs_a_build_script_leaves_no_process_behind() {
+    if !rust_analyzer_available() {
+        return;
+    }
+    let (_dir, root) = rust_project();
+    write_files(
+        &root,
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"slow_build\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+            ),
+            // A build script that runs for ten minutes: rust-analyzer runs it at start, as
+            // a grandchild (rust-analyzer → cargo → build script).
+            (
+                "build.rs",
+                "fn main() { std::thread::sleep(std::time::Duration::from_secs(600)); }\n",
+            ),
+            ("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n"),
+            ("agent-tools.toml", &config(&root)),
+        ],
+    );
+    let server = start_allowing(&root).await;
+    let status = server.call("lsp", json!({"operation": "symbols", "file": "src/lib.rs"}));
+    tokio::pin!(status);
+    let found = tokio::select! {
+        found = until_processes(&server.mark, |found| found.iter().any(|p| p.contains("build-script-build"))) => found,
+        _ = &mut status => until_processes(&server.mark, |found| found.iter().any(|p| p.contains("build-script-build"))).await,
+    };
+    assert!(
+        found.iter().any(|p| p.contains("build-script-build")),
+        "the build script never ran: {found:?}"
+    );
+    signal(server.pid, rustix::process::Signal::TERM);
+    assert!(exited(server.pid), "serve did not exit after SIGTERM");
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
+}
+
+#[tokio::test]
+async fn a_cancelled_call_stops_its_checker_and_progress_reached_the_client() {
+    if !basedpyright_available() {
+        return;
+    }
+    let dir = python_project();
+    let server = start_allowing(dir.path()).await;
+    let call = start_project_check(&server).await;
+    let running = until_processes(&server.mark, |found| {
+        found
+            .iter()
+            .any(|p| p.contains("basedpyright") && !p.contains("langserver"))
+    })
+    .await;
+    assert!(running.len() > 1, "the checker never started: {running:?}");
+    // The request carried a progress token (rmcp sets one): the check said what it runs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.client.progress.lock().unwrap().is_empty() && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let progress = server.client.progress.lock().unwrap().clone();
+    let message = progress
+        .first()
+        .and_then(|p| p.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.starts_with("running the project checker of basedpyright in ."),
+        "progress: {progress:?}"
+    );
+    // notifications/cancelled: the checker's process group goes; the server stays up.
+    call.cancel(Some("the user changed their mind".into()))
+        .await
+        .unwrap();
+    let left = until_processes(&server.mark, |found| {
+        !found
+            .iter()
+            .any(|p| p.contains("basedpyright") && !p.contains("langserver"))
+    })
+    .await;
+    assert!(
+        !left
+            .iter()
+            .any(|p| p.contains("basedpyright") && !p.contains("langserver")),
+        "the checker outlived its cancelled call: {left:?}"
+    );
+    let answer = server.call("read", json!({"path": "pyproject.toml"})).await;
+    assert_eq!(answer.is_error, Some(false), "the server still answers");
+    let (pid, mark) = (server.pid, server.mark.clone());
+    server.service.cancel().await.unwrap();
+    assert!(exited(pid));
+    let left = until_processes(&mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A `serve` driven by hand, line by line, for requests no MCP client library would send.
+struct Raw {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Raw {
+    async fn start(root: &Path) -> Raw {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+            .args(["serve", "--root"])
+            .arg(root)
+            .env(MARK, unique_mark())
+            .env("AGENT_TOOLS_LOG", "warn")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut raw = Raw {
+            child,
+            stdin,
+            lines,
+        };
+        raw.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        )
+        .await;
+        raw.answer().await;
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        raw
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.send_line(&message.to_string()).await;
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    async fn answer(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("no answer within 30s")
+            .unwrap()
+            .expect("the server closed its output");
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_request_nested_too_deep_to_parse_is_answered_and_the_server_goes_on() {
+    let dir = crate::support::workspace();
+    let mut raw = Raw::start(dir.path()).await;
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    raw.send_line(&format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"read","arguments":{{"path":{deep}}}}}}}"#
+    ))
+    .await;
+    let answer = raw.answer().await;
+    assert_eq!(answer["id"], json!(7), "{answer}");
+    assert_eq!(answer["error"]["code"], json!(-32700), "{answer}");
+    // A request nested 125 levels deep parses, and its bad argument is named.
+    let nested = format!("{}1{}", "[".repeat(120), "]".repeat(120));
+    raw.send_line(&format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"read","arguments":{{"path":{nested}}}}}}}"#
+    ))
+    .await;
+    let answer = raw.answer().await;
+    assert_eq!(answer["id"], json!(8), "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(text.contains("field `path`"), "{answer}");
+    // And the stream goes on.
+    raw.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "read", "arguments": {"path": "notes.txt"}}}))
+        .await;
+    let answer = raw.answer().await;
+    assert_eq!(answer["id"], json!(9));
+    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    drop(raw.stdin);
+    let status = tokio::time::timeout(Duration::from_secs(30), raw.child.wait())
+        .await
+        .expect("serve did not exit when stdin closed")
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn a_server_with_no_calls_exits_at_once_when_stdin_closes() {
+    let dir = crate::support::workspace();
+    let raw = Raw::start(dir.path()).await;
+    let Raw {
+        mut child, stdin, ..
+    } = raw;
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("serve did not exit")
+        .unwrap();
+    assert!(status.success());
+    let _ = marked_processes("none");
+}
