@@ -472,3 +472,33 @@ fn lsp_2_python_a_server_killed_mid_run_comes_back() {
         assert_ne!(session["pid"].as_u64().unwrap(), pid);
     });
 }
+
+#[test]
+fn lsp_2_python_a_call_right_after_the_server_died_restarts_it() {
+    if !available(Server::Basedpyright) {
+        return;
+    }
+    run(async {
+        let fx = Fixture::temp(&project());
+        let args =
+            json!({"operation": "definition", "file": "app/main.py", "line": 6, "symbol": "area"});
+        ok(&fx.lsp(args.clone()).await);
+        let pid = fx.pid("basedpyright").await.unwrap();
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        // The call goes as soon as the process is dead, without waiting for the supervisor to
+        // have heard of it.
+        while tools_process::process_info(pid as u32).is_some_and(|p| !p.is_zombie()) {
+            std::thread::yield_now();
+        }
+        let answer = fx.lsp(args).await;
+        assert!(
+            ok(&answer).contains("app/shapes.py:17: def area(self) -> float:"),
+            "{}",
+            answer.text
+        );
+        assert_eq!(fx.session("basedpyright").await["crashes"], 1);
+    });
+}
