@@ -70,6 +70,20 @@ async fn start_project_check(server: &Server) -> rmcp::service::RequestHandle<rm
         .unwrap()
 }
 
+/// Whether a marked process is basedpyright's project checker (not its language server).
+fn is_checker(process: &str) -> bool {
+    process.contains("basedpyright") && !process.contains("langserver")
+}
+
+/// Waits until the project checker runs under the server marked `mark`.
+async fn checker_started(mark: &str) {
+    let running = until_processes(mark, |found| found.iter().any(|p| is_checker(p))).await;
+    assert!(
+        running.iter().any(|p| is_checker(p)),
+        "the checker never started: {running:?}"
+    );
+}
+
 /// Waits for the server to exit (it must, within a minute) and returns whether it did.
 fn exited(pid: u32) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -91,17 +105,7 @@ async fn sigterm_during_a_project_check_leaves_no_process_behind() {
     let dir = python_project();
     let server = start_allowing(dir.path()).await;
     let _call = start_project_check(&server).await;
-    // The checker (node under basedpyright) is running.
-    let running = until_processes(&server.mark, |found| {
-        found
-            .iter()
-            .any(|p| p.contains("basedpyright") && !p.contains("langserver"))
-    })
-    .await;
-    assert!(
-        running.iter().any(|p| p.contains("basedpyright")),
-        "the checker never started: {running:?}"
-    );
+    checker_started(&server.mark).await;
     signal(server.pid, rustix::process::Signal::TERM);
     assert!(exited(server.pid), "serve did not exit after SIGTERM");
     let left = until_processes(&server.mark, <[String]>::is_empty).await;
@@ -117,13 +121,7 @@ async fn closing_stdin_during_a_project_check_leaves_no_process_behind() {
     let server = start_allowing(dir.path()).await;
     let (pid, mark) = (server.pid, server.mark.clone());
     let _call = start_project_check(&server).await;
-    let running = until_processes(&mark, |found| {
-        found
-            .iter()
-            .any(|p| p.contains("basedpyright") && !p.contains("langserver"))
-    })
-    .await;
-    assert!(running.len() > 1, "the checker never started: {running:?}");
+    checker_started(&mark).await;
     // The client goes away: its end of stdin closes.
     server.service.cancel().await.unwrap();
     assert!(exited(pid), "serve did not exit after stdin closed");
@@ -179,13 +177,7 @@ async fn a_cancelled_call_stops_its_checker_and_progress_reached_the_client() {
     let dir = python_project();
     let server = start_allowing(dir.path()).await;
     let call = start_project_check(&server).await;
-    let running = until_processes(&server.mark, |found| {
-        found
-            .iter()
-            .any(|p| p.contains("basedpyright") && !p.contains("langserver"))
-    })
-    .await;
-    assert!(running.len() > 1, "the checker never started: {running:?}");
+    checker_started(&server.mark).await;
     // The request carried a progress token (rmcp sets one): the check said what it runs.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while server.client.progress.lock().unwrap().is_empty() && std::time::Instant::now() < deadline
@@ -205,16 +197,9 @@ async fn a_cancelled_call_stops_its_checker_and_progress_reached_the_client() {
     call.cancel(Some("the user changed their mind".into()))
         .await
         .unwrap();
-    let left = until_processes(&server.mark, |found| {
-        !found
-            .iter()
-            .any(|p| p.contains("basedpyright") && !p.contains("langserver"))
-    })
-    .await;
+    let left = until_processes(&server.mark, |found| !found.iter().any(|p| is_checker(p))).await;
     assert!(
-        !left
-            .iter()
-            .any(|p| p.contains("basedpyright") && !p.contains("langserver")),
+        !left.iter().any(|p| is_checker(p)),
         "the checker outlived its cancelled call: {left:?}"
     );
     let answer = server.call("read", json!({"path": "pyproject.toml"})).await;
