@@ -41,7 +41,7 @@ use tools_core::{
 
 use crate::Error;
 use crate::config::OnWriteConfig;
-use crate::lsp::{DiagnosticItem, render_diagnostic};
+use crate::lsp::{DiagnosticItem, render_diagnostic, with_progress};
 use crate::position::lines;
 use crate::render::{code_text, one_line, plural, quote, repeats, severity_name};
 use crate::reported::Reported;
@@ -127,7 +127,11 @@ impl DiagnosticsOnWrite {
         if !named.is_empty() {
             let (targets, _) = self.targets(workspace, &named, deadline).await;
             let items: Vec<(&Target, Option<&str>)> = targets.iter().map(|t| (t, None)).collect();
-            let outcomes = settle_all(&items, deadline, self.config.timeout()).await;
+            let outcomes = with_progress(
+                "checking the files before the write (once per file)",
+                settle_all(&items, deadline, self.config.timeout()),
+            )
+            .await;
             self.take_baselines(&items, outcomes);
         }
 
@@ -159,7 +163,11 @@ impl DiagnosticsOnWrite {
             self.take_baselines(&unknown, outcomes);
         }
         let all: Vec<(&Target, Option<&str>)> = targets.iter().map(|t| (t, None)).collect();
-        let outcomes = settle_all(&all, deadline, self.config.timeout()).await;
+        let outcomes = with_progress(
+            "waiting for the language servers to check the written files",
+            settle_all(&all, deadline, self.config.timeout()),
+        )
+        .await;
         let mut report = self.report(&targets, outcomes);
         report.notes.extend(notes);
         append(&mut result, report);

@@ -381,9 +381,20 @@ impl Session {
     where
         R::Params: Clone,
     {
+        // One deadline for every attempt: a server that keeps answering "content modified"
+        // (busy with a huge file) must not stretch a call past its timeout.
+        let deadline = tokio::time::Instant::now() + timeout;
         let mut attempt = 0;
         loop {
-            match self.connection.request::<R>(params.clone(), timeout).await {
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if remaining.is_zero() {
+                return Err(self.error::<R>(RequestError::Timeout, timeout));
+            }
+            match self
+                .connection
+                .request::<R>(params.clone(), remaining)
+                .await
+            {
                 Ok(result) => return Ok(result),
                 Err(RequestError::Response(response))
                     if attempt < RETRIES
@@ -392,8 +403,12 @@ impl Session {
                             || response.code == ErrorCode::REQUEST_CANCELLED) =>
                 {
                     attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(100 * attempt as u64)).await;
-                    self.wait_ready().await;
+                    let pause = Duration::from_millis(100 * attempt as u64);
+                    let _ = tokio::time::timeout_at(deadline, async {
+                        tokio::time::sleep(pause).await;
+                        self.wait_ready().await;
+                    })
+                    .await;
                 }
                 Err(RequestError::Stopped) => {
                     self.wait_ended().await;
