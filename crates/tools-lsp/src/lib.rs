@@ -10,6 +10,7 @@ mod config;
 mod discovery;
 mod edit;
 mod error;
+mod fallout;
 mod lsp;
 mod lsp_rename;
 mod on_write;

@@ -767,10 +767,9 @@ impl Lsp {
         let session = &opened.session;
         let mut notes = opened.notes.clone();
         let wait = PUBLISH_WAIT.min(self.supervisor.context().config.request_timeout());
-        let (mut diagnostics, note) = current_diagnostics(&opened, wait).await;
+        let (diagnostics, note) = current_diagnostics(&opened, wait).await;
         notes.extend(note);
-        let mut seen = std::collections::HashSet::new();
-        diagnostics.retain(|d| !crate::render::repeats(&mut seen, d));
+        let diagnostics = crate::render::merge_passes(diagnostics);
         let mut items = Vec::new();
         let mut quiet = 0;
         let line_texts = lines(&opened.synced.text);

@@ -566,6 +566,34 @@ impl Session {
         }
     }
 
+    /// The paths of the documents the server has open.
+    pub(crate) async fn open_paths(&self) -> Vec<PathBuf> {
+        self.documents.lock().await.keys().cloned().collect()
+    }
+
+    /// Sends an open document's text again under a new version, so the server rebuilds it
+    /// (against a header that changed under it); returns that version, or `None` when the
+    /// document is not open.
+    pub(crate) async fn touch(&self, path: &Path) -> Option<(Url, i32)> {
+        let mut documents = self.documents.lock().await;
+        let open = documents.get_mut(path)?;
+        let uri = Url::from_file_path(path).ok()?;
+        open.version += 1;
+        self.connection
+            .notify::<DidChangeTextDocument>(DidChangeTextDocumentParams {
+                text_document: VersionedTextDocumentIdentifier {
+                    uri: uri.clone(),
+                    version: open.version,
+                },
+                content_changes: vec![TextDocumentContentChangeEvent {
+                    range: None,
+                    range_length: None,
+                    text: open.text.to_string(),
+                }],
+            });
+        Some((uri, open.version))
+    }
+
     /// Tells the server the file was saved (rust-analyzer starts its `cargo check` on save).
     pub(crate) fn save(&self, uri: &Url) {
         self.connection
