@@ -4,8 +4,8 @@
 //!   every file's findings during the settle: the files whose publish changed are the ones;
 //! - servers that answer pulls (basedpyright, tsserver) are asked about the files that import
 //!   a written module, found by a search of the project (at most [`IMPORTERS_CAP`]);
-//! - the rest publish for the documents they have open: when a header was written, those are
-//!   sent again so the server rebuilds them against it.
+//! - the rest publish for the documents they have open: when a header was written, the open
+//!   files that include it are waited for while the server rebuilds them against it.
 //!
 //! This module finds the files; diagnostics on write asks the servers and applies the LSP-7
 //! registry to each of them as to a written file.

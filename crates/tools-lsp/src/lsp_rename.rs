@@ -227,10 +227,15 @@ impl Tool for LspRename {
             .collect();
         if remaining_total > 0 {
             text.push_str(&format!(
-                "\n{} of `{old_name}` remain that {server} did not rename (they may be in \
+                "\n{} of `{old_name}` {} that {server} did not rename (they may be in \
                  disabled code, stubs, comments or strings, or be another symbol of that \
                  name); nothing was changed there:",
-                plural(remaining_total, "occurrence")
+                plural(remaining_total, "occurrence"),
+                if remaining_total == 1 {
+                    "remains"
+                } else {
+                    "remain"
+                }
             ));
             for place in &remaining {
                 text.push_str(&format!("\n  {}", place.render()));

@@ -71,8 +71,12 @@ const WRAPPED: &[&str] = &[
 /// them; the rest are counted per file.
 const FALLOUT_LINES: usize = 10;
 
-/// How many open documents are rebuilt after a header was written.
+/// How many open documents that include a written header are waited for.
 const RECHECKED_DOCUMENTS: usize = 30;
+
+/// How long, at most, a server gets to publish again for the open documents that include a
+/// written header (clangd rebuilds them within a second or two).
+const REBUILD_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a file stays quiet after its server's on-save check ended before it counts as
 /// settled: the check's last publish comes before its end, but a server may clear old
@@ -240,6 +244,28 @@ impl DiagnosticsOnWrite {
                 Some((target, Some(text.as_str())))
             })
             .collect();
+        // A server that only publishes may already have answered for the earlier text (it
+        // was open before the call): its publish is the baseline. Sending that text again
+        // would get no answer from clangd, which does not publish for a text it last built.
+        let mut answered = Vec::new();
+        for (target, text) in &earlier {
+            if let Some(diagnostics) =
+                published_for(target, text.unwrap_or_default(), &snapshots).await
+            {
+                answered.push((*target, diagnostics));
+            }
+        }
+        {
+            let mut reported = self.reported();
+            for (target, diagnostics) in &answered {
+                let text = previous.get(&target.path).map(|t| Arc::from(t.as_str()));
+                reported.baseline(&target.path, diagnostics, text);
+            }
+        }
+        let earlier: Vec<(&Target, Option<&str>)> = earlier
+            .into_iter()
+            .filter(|(target, _)| !answered.iter().any(|(t, _)| std::ptr::eq(*t, *target)))
+            .collect();
         if !earlier.is_empty() {
             let outcomes = settle_all(&earlier, deadline, self.config.timeout()).await;
             self.take_baselines(&earlier, outcomes);
@@ -252,7 +278,7 @@ impl DiagnosticsOnWrite {
 
         let all: Vec<(&Target, Option<&str>)> = targets.iter().map(|t| (t, None)).collect();
         let outcomes = settle_all(&all, deadline, self.config.timeout()).await;
-        let mut report = self.report(&targets, outcomes);
+        let mut report = self.report(workspace, &targets, outcomes);
         for file in not_checked {
             report.files.push(CheckedFile {
                 path: file.shown,
@@ -434,7 +460,7 @@ impl DiagnosticsOnWrite {
                 .iter()
                 .any(|t| Arc::ptr_eq(&t.session, session) && is_header(&t.path));
             if header_written {
-                rebuild_open(session, &written, deadline).await;
+                rebuild_open(session, &written, &snapshot.publishes, deadline).await;
             }
             for (uri, published) in session.shared.publishes() {
                 let before = snapshot.publishes.get(&uri);
@@ -468,7 +494,12 @@ impl DiagnosticsOnWrite {
     }
 
     /// Takes each settled file's diagnostics into the registry and lists what is new.
-    fn report(&self, targets: &[Target], outcomes: Vec<Outcome>) -> WriteDiagnostics {
+    fn report(
+        &self,
+        workspace: &Workspace,
+        targets: &[Target],
+        outcomes: Vec<Outcome>,
+    ) -> WriteDiagnostics {
         let mut report = WriteDiagnostics::default();
         let mut reported = self.reported();
         for (target, outcome) in targets.iter().zip(outcomes) {
@@ -512,9 +543,12 @@ impl DiagnosticsOnWrite {
             report.files.push(file);
             let text_lines = lines(&outcome.text);
             for diagnostic in listed.into_iter().take(shown) {
-                report
-                    .introduced
-                    .push(written(&target.shown, diagnostic, &text_lines));
+                report.introduced.push(written(
+                    &target.shown,
+                    diagnostic,
+                    &text_lines,
+                    workspace.root(),
+                ));
             }
         }
         report
@@ -563,7 +597,7 @@ impl DiagnosticsOnWrite {
             let text_lines = lines(&text);
             let items: Vec<WrittenDiagnostic> = listed
                 .iter()
-                .map(|d| written(&shown, d, &text_lines))
+                .map(|d| written(&shown, d, &text_lines, workspace.root()))
                 .collect();
             let file = CheckedFile {
                 path: shown.clone(),
@@ -643,14 +677,21 @@ fn count(diagnostics: &[Diagnostic], severity: DiagnosticSeverity) -> usize {
 }
 
 /// One introduced diagnostic as a result lists it.
-fn written(shown: &str, diagnostic: &Diagnostic, text_lines: &[&str]) -> WrittenDiagnostic {
+fn written(
+    shown: &str,
+    diagnostic: &Diagnostic,
+    text_lines: &[&str],
+    root: &Path,
+) -> WrittenDiagnostic {
     let line = diagnostic.range.start.line;
+    // Servers fold related places into the message with absolute paths (clangd's notes).
+    let prefix = format!("{}/", root.display());
     WrittenDiagnostic {
         path: shown.to_owned(),
         line: line + 1,
         severity: severity_name(diagnostic.severity).to_owned(),
         code: code_text(diagnostic.code.as_ref()),
-        message: one_line(&diagnostic.message),
+        message: one_line(&diagnostic.message.replace(&prefix, "")),
         text: text_lines
             .get(line as usize)
             .map(|l| quote(l))
@@ -667,6 +708,27 @@ fn distinct_sessions(targets: &[Target]) -> Vec<Arc<Session>> {
         }
     }
     sessions
+}
+
+/// What a server that only publishes said about `target` when its document held `text`, if
+/// its last publish before the call was about exactly that text.
+async fn published_for(
+    target: &Target,
+    text: &str,
+    snapshots: &[Snapshot],
+) -> Option<Vec<Diagnostic>> {
+    let session = &target.session;
+    if session.spec.pull != Pull::None || session.spec.check_progress.is_some() {
+        return None;
+    }
+    let uri = Url::from_file_path(&target.path).ok()?;
+    let snapshot = snapshots
+        .iter()
+        .find(|s| Arc::ptr_eq(&s.session, session))?;
+    let published = snapshot.publishes.get(&uri)?;
+    let version = published.version?;
+    let had = session.text_at(&target.path, version).await?;
+    (*had == *text).then(|| merge_passes(published.diagnostics.clone()))
 }
 
 /// Each server's publishes before the written files are sent to it.
@@ -701,42 +763,48 @@ async fn pull_files(
         .collect()
 }
 
-/// Sends every other open document of `session` again so that the server rebuilds it against
-/// a written header, and waits (until `deadline`) for each one's publish of that version.
-async fn rebuild_open(session: &Arc<Session>, written: &HashSet<&Path>, deadline: Instant) {
-    let mut paths: Vec<PathBuf> = session
-        .open_paths()
-        .await
-        .into_iter()
-        .filter(|path| !written.contains(path.as_path()) && !is_header(path))
+/// Waits (until `deadline`, at most [`REBUILD_WAIT`]) for the other open documents of
+/// `session` that include a written header to be published again: clangd rebuilds them on
+/// its own once it has the header's new text. Sending them again would not help — clangd
+/// ignores a change that changes nothing, and waiting for its publish would last to the
+/// deadline.
+async fn rebuild_open(
+    session: &Arc<Session>,
+    written: &HashSet<&Path>,
+    snapshot: &HashMap<Url, Published>,
+    deadline: Instant,
+) {
+    let headers: Vec<String> = written
+        .iter()
+        .filter(|path| is_header(path))
+        .filter_map(|path| Some(path.file_name()?.to_str()?.to_owned()))
         .collect();
-    paths.sort();
-    paths.truncate(RECHECKED_DOCUMENTS);
     let mut waits = Vec::new();
-    for path in &paths {
-        let before = Url::from_file_path(path)
-            .map(|uri| session.shared.publish_count(&uri))
-            .unwrap_or(0);
-        if let Some((uri, version)) = session.touch(path).await {
-            waits.push((uri, version, before));
+    for path in session.open_paths().await {
+        if written.contains(path.as_path()) || waits.len() == RECHECKED_DOCUMENTS {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let includes = text.lines().any(|line| {
+            let line = line.trim_start();
+            line.starts_with('#')
+                && line.contains("include")
+                && headers.iter().any(|header| line.contains(header.as_str()))
+        });
+        if let (true, Ok(uri)) = (includes, Url::from_file_path(&path)) {
+            let before = snapshot.get(&uri).map_or(0, |p| p.count);
+            waits.push((uri, before));
         }
     }
+    let until = deadline.min(Instant::now() + REBUILD_WAIT);
     let shared = &session.shared;
-    futures::future::join_all(waits.into_iter().map(|(uri, version, before)| async move {
-        let mut after = before;
-        loop {
-            if !shared.wait_publish_until(&uri, after, deadline).await {
-                return;
-            }
-            let Some(published) = shared.published(&uri) else {
-                return;
-            };
-            if published.version.is_none_or(|v| v >= version) {
-                return;
-            }
-            after = published.count;
-        }
-    }))
+    futures::future::join_all(
+        waits
+            .iter()
+            .map(|(uri, before)| shared.wait_publish_until(uri, *before, until)),
+    )
     .await;
 }
 
@@ -887,13 +955,19 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         if ready && check_grace_end.is_none() {
             check_grace_end = Some(Instant::now() + grace);
         }
+        // The server had this text already (another tool sent it): its publish counts once it
+        // is about this version, or when the server does not say which version it is about.
+        let covered = !sent.changed
+            && published
+                .as_ref()
+                .is_none_or(|published| published.version.is_none_or(|v| v >= sent.version));
         let done = if expects_check {
             let (begun, running) = shared.checks();
             if begun > sent.checks_before && !running && ready {
                 Some(AFTER_CHECK_QUIET)
             } else if begun == sent.checks_before
                 && check_grace_end.is_some_and(|end| Instant::now() >= end)
-                && (analysis_pulled || fresh || !sent.changed)
+                && (analysis_pulled || fresh || covered)
             {
                 // No check began: the file is outside every crate, or checking is off.
                 Some(PUBLISH_QUIET)
@@ -902,7 +976,7 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
             }
         } else if analysis_pulled {
             Some(Duration::ZERO)
-        } else if fresh || !sent.changed {
+        } else if fresh || covered {
             Some(PUBLISH_QUIET)
         } else {
             None

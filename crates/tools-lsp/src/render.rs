@@ -261,15 +261,18 @@ pub(crate) fn one_line(message: &str) -> String {
 /// One server's two passes over a file merged: rust-analyzer reports an error from its own
 /// analysis and again from `cargo check` (E0107 and E0061 for one call with a wrong argument
 /// count; "50 errors" for 25 broken calls). Two diagnostics of a file are one when they start
-/// on the same line, have the same severity, and share their code or their message, or come
-/// from different sources with overlapping ranges. The richer one stays (the longer message,
-/// then the one with related information), where the first of them stood.
+/// on the same line, have the same severity, and share their code or their message; failing
+/// that, when they come from the two passes (different sources): rust-analyzer's own E0107
+/// marks the argument list's end while `cargo check`'s E0061 marks the callee, so neither the
+/// code, the message nor the range tells they are one. The richer one stays (the longer
+/// message, then the one with related information), where the first of them stood.
 pub(crate) fn merge_passes(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut kept: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
     for diagnostic in diagnostics {
         let twin = kept
             .iter()
-            .position(|other| same_finding(other, &diagnostic));
+            .position(|other| same_finding(other, &diagnostic))
+            .or_else(|| kept.iter().position(|other| other_pass(other, &diagnostic)));
         match twin {
             Some(index) if richness(&diagnostic) > richness(&kept[index]) => {
                 kept[index] = diagnostic;
@@ -286,10 +289,15 @@ fn same_finding(a: &Diagnostic, b: &Diagnostic) -> bool {
         return false;
     }
     let same_code = a.code.is_some() && a.code == b.code;
-    let same_message = a.message.trim() == b.message.trim();
-    let overlap = a.range.start <= b.range.end && b.range.start <= a.range.end;
-    let other_pass = a.source.is_some() && b.source.is_some() && a.source != b.source;
-    same_code || same_message || (other_pass && overlap)
+    same_code || a.message.trim() == b.message.trim()
+}
+
+fn other_pass(a: &Diagnostic, b: &Diagnostic) -> bool {
+    a.range.start.line == b.range.start.line
+        && a.severity == b.severity
+        && a.source.is_some()
+        && b.source.is_some()
+        && a.source != b.source
 }
 
 fn richness(diagnostic: &Diagnostic) -> (usize, usize) {

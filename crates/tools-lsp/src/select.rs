@@ -194,7 +194,11 @@ mod tests {
             page_note(2, 5, second, false).unwrap(),
             "(showing 3 to 4 of 5; `offset: 4` shows the next ones)"
         );
-        assert!(Page::new(Some(5000), None, 50).unwrap_err().contains("1000"));
+        assert!(
+            Page::new(Some(5000), None, 50)
+                .unwrap_err()
+                .contains("1000")
+        );
         assert!(Page::new(Some(0), None, 50).is_err());
     }
 

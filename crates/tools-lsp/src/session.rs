@@ -64,6 +64,10 @@ const UNSCANNED_DIRS: &[&str] = &[
     "build",
 ];
 
+/// How many earlier versions of an open document's text are kept (to know what text a
+/// server's publish for an older version was about).
+const EARLIER_VERSIONS: usize = 8;
+
 /// The source files of a root as last seen on disk, for servers that do not watch files.
 #[derive(Default)]
 struct DiskSnapshot {
@@ -89,6 +93,8 @@ struct OpenDocument {
     version: i32,
     text: Arc<str>,
     stamp: Option<(SystemTime, u64)>,
+    /// The texts of the last few versions before this one, newest last.
+    earlier: Vec<(i32, Arc<str>)>,
 }
 
 /// The text of a synced file.
@@ -515,6 +521,10 @@ impl Session {
                 })
             }
             Some(open) => {
+                if open.earlier.len() == EARLIER_VERSIONS {
+                    open.earlier.remove(0);
+                }
+                open.earlier.push((open.version, Arc::clone(&open.text)));
                 open.version += 1;
                 open.text = Arc::clone(&text);
                 open.stamp = stamp;
@@ -554,6 +564,7 @@ impl Session {
                         version: 0,
                         text: Arc::clone(&text),
                         stamp,
+                        earlier: Vec::new(),
                     },
                 );
                 Ok(Synced {
@@ -566,32 +577,22 @@ impl Session {
         }
     }
 
+    /// The text an open document had at `version`, when it is recent enough to be known.
+    pub(crate) async fn text_at(&self, path: &Path, version: i32) -> Option<Arc<str>> {
+        let documents = self.documents.lock().await;
+        let open = documents.get(path)?;
+        if open.version == version {
+            return Some(Arc::clone(&open.text));
+        }
+        open.earlier
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map(|(_, text)| Arc::clone(text))
+    }
+
     /// The paths of the documents the server has open.
     pub(crate) async fn open_paths(&self) -> Vec<PathBuf> {
         self.documents.lock().await.keys().cloned().collect()
-    }
-
-    /// Sends an open document's text again under a new version, so the server rebuilds it
-    /// (against a header that changed under it); returns that version, or `None` when the
-    /// document is not open.
-    pub(crate) async fn touch(&self, path: &Path) -> Option<(Url, i32)> {
-        let mut documents = self.documents.lock().await;
-        let open = documents.get_mut(path)?;
-        let uri = Url::from_file_path(path).ok()?;
-        open.version += 1;
-        self.connection
-            .notify::<DidChangeTextDocument>(DidChangeTextDocumentParams {
-                text_document: VersionedTextDocumentIdentifier {
-                    uri: uri.clone(),
-                    version: open.version,
-                },
-                content_changes: vec![TextDocumentContentChangeEvent {
-                    range: None,
-                    range_length: None,
-                    text: open.text.to_string(),
-                }],
-            });
-        Some((uri, open.version))
     }
 
     /// Tells the server the file was saved (rust-analyzer starts its `cargo check` on save).
