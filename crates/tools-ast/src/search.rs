@@ -70,6 +70,9 @@ pub(crate) struct Rewrite {
     pub(crate) nested: usize,
 }
 
+/// Each file's matches, by path.
+type Batches = std::collections::BTreeMap<Arc<Path>, Vec<Found>>;
+
 /// Walks `path` (a file or a folder) and matches `compiled` in every file of its language;
 /// with `rewrite`, also computes each file's rewritten text.
 pub(crate) fn walk(
@@ -82,8 +85,7 @@ pub(crate) fn walk(
     // Each file's matches come out in position order; files are kept in path order, so no
     // sort ever runs over every match, and with `keep` the files past the first `keep`
     // matches are dropped as soon as they are certain not to be shown.
-    let batches: Mutex<(std::collections::BTreeMap<Arc<Path>, Vec<Found>>, usize)> =
-        Mutex::new((std::collections::BTreeMap::new(), 0));
+    let batches: Mutex<(Batches, usize)> = Mutex::new((Batches::new(), 0));
     let finders: Vec<memmem::Finder<'_>> = compiled
         .literals
         .iter()
