@@ -1042,15 +1042,15 @@ impl Lsp {
         let mut text = headers.join("\n");
         if filtered {
             let what = match input.severity {
-                Some(SeverityFilter::Error) => "errors",
-                Some(SeverityFilter::Warning) => "warnings",
-                None => "findings",
+                Some(SeverityFilter::Error) => "error",
+                Some(SeverityFilter::Warning) => "warning",
+                None => "finding",
             };
             let place = match prefix.is_empty() {
                 true => "in the project".to_owned(),
                 false => format!("under {prefix}"),
             };
-            text.push_str(&format!("\nListing the {total} {what} {place}:"));
+            text.push_str(&format!("\nListing {} {place}:", plural(total, what)));
         }
         let keys: Vec<&str> = all.iter().map(|(_, item, _)| item.path.as_str()).collect();
         let files = keys.iter().collect::<std::collections::BTreeSet<_>>().len();

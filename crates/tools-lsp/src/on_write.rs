@@ -1017,7 +1017,7 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
                     .any(|d| code_text(d.code.as_ref()).as_deref() == Some(UNLINKED_FILE))
                 {
                     return Outcome::unchecked(
-                        "it is in no crate (no `mod` declaration reaches it), so \
+                        "it is in no crate: no `mod` declaration reaches it, so \
                          rust-analyzer does not check it"
                             .to_owned(),
                         sent.text,

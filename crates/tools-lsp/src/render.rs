@@ -260,36 +260,56 @@ pub(crate) fn one_line(message: &str) -> String {
 
 /// One server's two passes over a file merged: rust-analyzer reports an error from its own
 /// analysis and again from `cargo check` (E0107 and E0061 for one call with a wrong argument
-/// count; "50 errors" for 25 broken calls). Two diagnostics of a file are one when they start
-/// on the same line, have the same severity, and share their code or their message; failing
-/// that, when they come from the two passes (different sources): rust-analyzer's own E0107
-/// marks the argument list's end while `cargo check`'s E0061 marks the callee, so neither the
-/// code, the message nor the range tells they are one. The richer one stays (the longer
-/// message, then the one with related information), where the first of them stood.
+/// count; "50 errors" for 25 broken calls). Two diagnostics from different sources (passes)
+/// are one when they start on the same line with the same severity — preferably a pair that
+/// shares its code or message; failing that any pair, since rust-analyzer's own E0107 marks
+/// the argument list's end while `cargo check`'s E0061 marks the callee, so neither code,
+/// message nor range tells they are one. The richer one stays (the longer message, then the
+/// one with related information), where the first of them stood. Within one pass only exact
+/// repeats merge: three broken calls on one line are three findings.
 pub(crate) fn merge_passes(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut kept: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
+    // Which kept diagnostics already absorbed one from the other pass.
+    let mut paired: Vec<bool> = Vec::with_capacity(diagnostics.len());
     for diagnostic in diagnostics {
+        let free =
+            |index: usize, other: &Diagnostic| !paired[index] && other_pass(other, &diagnostic);
         let twin = kept
             .iter()
-            .position(|other| same_finding(other, &diagnostic))
-            .or_else(|| kept.iter().position(|other| other_pass(other, &diagnostic)));
+            .position(|other| repeat(other, &diagnostic))
+            .or_else(|| {
+                kept.iter()
+                    .enumerate()
+                    .position(|(index, other)| free(index, other) && shares(other, &diagnostic))
+            })
+            .or_else(|| {
+                kept.iter()
+                    .enumerate()
+                    .position(|(index, other)| free(index, other))
+            });
         match twin {
-            Some(index) if richness(&diagnostic) > richness(&kept[index]) => {
-                kept[index] = diagnostic;
+            Some(index) => {
+                paired[index] = paired[index] || other_pass(&kept[index], &diagnostic);
+                if richness(&diagnostic) > richness(&kept[index]) {
+                    kept[index] = diagnostic;
+                }
             }
-            Some(_) => {}
-            None => kept.push(diagnostic),
+            None => {
+                kept.push(diagnostic);
+                paired.push(false);
+            }
         }
     }
     kept
 }
 
-fn same_finding(a: &Diagnostic, b: &Diagnostic) -> bool {
-    if a.range.start.line != b.range.start.line || a.severity != b.severity {
-        return false;
-    }
-    let same_code = a.code.is_some() && a.code == b.code;
-    same_code || a.message.trim() == b.message.trim()
+/// The same finding reported twice by one pass.
+fn repeat(a: &Diagnostic, b: &Diagnostic) -> bool {
+    a.range == b.range && a.code == b.code && a.message.trim() == b.message.trim()
+}
+
+fn shares(a: &Diagnostic, b: &Diagnostic) -> bool {
+    (a.code.is_some() && a.code == b.code) || a.message.trim() == b.message.trim()
 }
 
 fn other_pass(a: &Diagnostic, b: &Diagnostic) -> bool {
@@ -442,6 +462,12 @@ mod prose_tests {
             ),
             // Another error on another line stays.
             diagnostic(6, "E0308", "rustc", "mismatched types"),
+            // Three broken calls on one line, from one pass, are three.
+            diagnostic(7, "E0061", "rustc", "this function takes 3 arguments"),
+            Diagnostic {
+                range: Range::new(Position::new(7, 20), Position::new(7, 23)),
+                ..diagnostic(7, "E0061", "rustc", "this function takes 3 arguments")
+            },
         ]);
         let codes: Vec<(u32, String)> = merged
             .iter()
@@ -452,7 +478,9 @@ mod prose_tests {
             [
                 (3, "E0061".to_owned()),
                 (5, "E0308".to_owned()),
-                (6, "E0308".to_owned())
+                (6, "E0308".to_owned()),
+                (7, "E0061".to_owned()),
+                (7, "E0061".to_owned())
             ]
         );
         assert!(merged[1].message.contains("expected `u32`"));

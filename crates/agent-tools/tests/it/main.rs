@@ -10,3 +10,4 @@ mod lsp;
 mod mcp;
 mod on_write;
 mod support;
+mod truth;

@@ -13,7 +13,7 @@ use crate::support::{Server, is_error, text};
 
 /// Calls a writing tool, which must succeed; returns its text and its `diagnostics` object
 /// (null when no server covered the files).
-async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, Value) {
+pub(crate) async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, Value) {
     let result = server.call(tool, arguments.clone()).await;
     let shown = text(&result);
     assert!(!is_error(&result), "{tool} {arguments} failed: {shown}");
@@ -25,7 +25,7 @@ async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, V
 }
 
 /// `edit` replacing `old` with `new` in `path`.
-async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (String, Value) {
+pub(crate) async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (String, Value) {
     write_call(
         server,
         "edit",
@@ -35,7 +35,7 @@ async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (String, Val
 }
 
 /// The `path:LINE` of each introduced diagnostic.
-fn introduced(diagnostics: &Value) -> Vec<String> {
+pub(crate) fn introduced(diagnostics: &Value) -> Vec<String> {
     diagnostics["introduced"]
         .as_array()
         .unwrap_or_else(|| panic!("no `introduced` list in {diagnostics}"))
@@ -45,7 +45,7 @@ fn introduced(diagnostics: &Value) -> Vec<String> {
 }
 
 /// The checked file's error count after the write, which must have settled.
-fn errors_now(diagnostics: &Value, path: &str) -> u64 {
+pub(crate) fn errors_now(diagnostics: &Value, path: &str) -> u64 {
     let file = diagnostics["files"]
         .as_array()
         .unwrap()
@@ -60,7 +60,7 @@ fn errors_now(diagnostics: &Value, path: &str) -> u64 {
 }
 
 /// The fixture config, with a wait long enough for a cold server on a small CI machine.
-fn on_write_config(root: &Path) -> String {
+pub(crate) fn on_write_config(root: &Path) -> String {
     format!("{}\n[lsp.on_write]\ntimeout_seconds = 180\n", config(root))
 }
 

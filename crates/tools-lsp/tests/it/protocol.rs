@@ -272,14 +272,14 @@ fn lsp_5_the_project_checker_is_capped_with_counts_per_file() {
             .await;
         let text = ok(&filtered);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[1], "Listing the 120 warnings under src/:");
+        assert_eq!(lines[1], "Listing 120 warnings under src/:");
         assert_eq!(lines[2], "src/main.fake:1: warning: w115");
         assert_eq!(lines.last().copied(), Some("(showing 116 to 120 of 120)"));
         let errors = fx
             .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
             .await;
         assert!(
-            ok(&errors).ends_with("Listing the 0 errors in the project:"),
+            ok(&errors).ends_with("Listing 0 errors in the project:"),
             "{}",
             errors.text
         );
