@@ -61,7 +61,9 @@ struct RunArgs {
     /// Which tools are listed and callable: full, plan (read only) or readonly (read only).
     #[arg(long, default_value = "full")]
     surface: Surface,
-    /// What happens to write and exec calls: ask (fails closed with no approver), allow, deny.
+    /// What happens to write and exec calls: ask (a person approves each; with no one to ask
+    /// — an MCP client without elicitation, or `call` without a terminal — they are
+    /// refused), allow (they run), deny.
     #[arg(long)]
     approval: Option<ApprovalPolicy>,
 }
@@ -193,6 +195,21 @@ impl Signals {
     }
 }
 
+/// A description's first sentence, whole: its first paragraph joined (doc comments wrap
+/// mid-sentence), up to the first full stop that ends a sentence.
+fn summary(description: &str) -> String {
+    let paragraph: Vec<&str> = description
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let paragraph = paragraph.join(" ");
+    match paragraph.find(". ") {
+        Some(end) => paragraph[..=end].to_owned(),
+        None => paragraph,
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => {
@@ -229,6 +246,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }),
             };
             let bound = settings.shutdown_bound;
+            let asks_nobody =
+                settings.approval == ApprovalPolicy::Ask && !std::io::stdin().is_terminal();
             let dispatcher = settings.dispatcher(Some(port))?;
             // Progress goes to stderr, one line per report; stdout carries only the result.
             let progress: ProgressSink = Arc::new(|progress: Progress| {
@@ -268,6 +287,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if result.is_error {
                 eprintln!("{}", result.text);
+                // The refusal is written for a model ("do not retry"); the person at the shell
+                // chose this call and needs the flag that lets it through.
+                if asks_nobody && result.text.contains("no approver is connected") {
+                    eprintln!(
+                        "\nagent-tools: nobody can approve this call here (standard input is \
+                         not a terminal). To run write and exec tools without asking, add \
+                         `--approval allow` (or set `approval = \"allow\"` in agent-tools.toml)."
+                    );
+                }
                 Ok(ExitCode::FAILURE)
             } else {
                 println!("{}", result.text);
@@ -284,8 +312,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&specs)?);
             } else {
                 for spec in specs {
-                    let summary = spec.description.lines().next().unwrap_or_default();
-                    println!("{:<12} {:<6} {summary}", spec.name, spec.tier);
+                    println!(
+                        "{:<16} {:<6} {}",
+                        spec.name,
+                        spec.tier,
+                        summary(&spec.description)
+                    );
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -31,7 +31,8 @@ pub struct AstGrepInput {
     /// Inferred from the extension when `path` is a file; needed for a folder.
     #[serde(default)]
     pub language: Option<String>,
-    /// The most matches to return. Default 50.
+    /// The most matches to list. Default 50, at most 1000; every match is counted either
+    /// way.
     #[serde(default)]
     pub max_results: Option<usize>,
     /// Where the pattern is parsed: by default the first of statement, expression, class
@@ -71,7 +72,8 @@ pub struct AstGrepOutput {
     pub node_kind: String,
     /// Every match found, before `max_results`.
     pub total: usize,
-    /// Whether `matches` was cut at `max_results`.
+    /// Whether `matches` lists fewer than `total` (cut at `max_results`, or where the text
+    /// would pass the output limit).
     pub truncated: bool,
     /// Files of the language that were searched.
     pub files_searched: usize,
@@ -85,6 +87,13 @@ pub struct AstGrep {
 }
 
 const DEFAULT_MAX_RESULTS: usize = 50;
+
+/// The most matches one answer lists, whatever `max_results` asks for.
+const MAX_RESULTS: usize = 1000;
+
+/// How much text the listed matches may take: the dispatcher cuts a result at 100 KiB (its
+/// default), so rows past this would be built only to be cut.
+const TEXT_BUDGET: usize = 96 * 1024;
 
 impl Tool for AstGrep {
     type Input = AstGrepInput;
@@ -110,13 +119,14 @@ impl Tool for AstGrep {
             input.context.as_deref(),
         )?;
         let lang = compiled.lang;
-        let max = input.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
-        if max == 0 {
+        let asked = input.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        if asked == 0 {
             return Err(ToolError::failed(
                 "`max_results` is 0: ask for at least one match",
             ));
         }
-        let options = self.options;
+        let max = asked.min(MAX_RESULTS);
+        let options = tools_ast_options(self.options, max);
         let (compiled, walked) = tokio::task::spawn_blocking(move || {
             let walked = walk(&path, &compiled, None, options);
             (compiled, walked)
@@ -127,9 +137,8 @@ impl Tool for AstGrep {
             message: e.to_string(),
         })?;
 
-        let total = walked.found.len();
-        let files_with: std::collections::BTreeSet<_> =
-            walked.found.iter().map(|f| &f.path).collect();
+        let total = walked.total;
+        let files_with = walked.files_with;
         let described = format!(
             "{}, compiled in the {} context: {}",
             id(lang),
@@ -147,15 +156,20 @@ impl Tool for AstGrep {
             _ => format!(
                 "{total} match{} in {} file{} for `{pattern}` ({described}; {} {} files searched).",
                 if total == 1 { "" } else { "es" },
-                files_with.len(),
-                if files_with.len() == 1 { "" } else { "s" },
+                files_with,
+                if files_with == 1 { "" } else { "s" },
                 walked.files,
                 id(lang)
             ),
         };
+        if asked > MAX_RESULTS {
+            text.push_str(&format!(
+                "\n`max_results` is at most {MAX_RESULTS}; listing up to {MAX_RESULTS}."
+            ));
+        }
         if total > max {
             text.push_str(&format!(
-                "\nShowing the first {max} of {total}, sorted by path and line; narrow `path` or raise `max_results` for the rest."
+                "\nShowing the first {max} of {total}, sorted by path and line; narrow `path` or raise `max_results` (up to {MAX_RESULTS}) for the rest."
             ));
         }
         if !walked.unreadable.is_empty() {
@@ -164,14 +178,15 @@ impl Tool for AstGrep {
                 walked.unreadable.len()
             ));
         }
-        let matches: Vec<AstMatch> = walked
-            .found
-            .into_iter()
-            .take(max)
-            .map(|f| to_match(workspace, f))
-            .collect();
-        for m in &matches {
-            text.push_str(&format!("\n{}:{}: {}", m.path, m.line, line_preview(m)));
+        let mut matches: Vec<AstMatch> = Vec::new();
+        let mut stopped = false;
+        for found in walked.found.into_iter().take(max) {
+            if text.len() > TEXT_BUDGET {
+                stopped = true;
+                break;
+            }
+            let m = to_match(workspace, found);
+            text.push_str(&format!("\n{}:{}: {}", m.path, m.line, line_preview(&m)));
             if m.end_line > m.line {
                 text.push_str(&format!("  (to line {})", m.end_line));
             }
@@ -183,17 +198,33 @@ impl Tool for AstGrep {
                     .collect();
                 text.push_str(&format!("\n    {}", captures.join(", ")));
             }
+            matches.push(m);
+        }
+        if stopped {
+            text.push_str(&format!(
+                "\nStopped listing after {} matches: more would pass the output limit. All \
+                 {total} were counted; narrow `path` or the pattern, or lower `max_results`.",
+                matches.len()
+            ));
         }
         let output = AstGrepOutput {
             language: id(lang).to_owned(),
             context: compiled.context.to_owned(),
             node_kind: compiled.kind.clone(),
             total,
-            truncated: total > max,
+            truncated: matches.len() < total,
             files_searched: walked.files,
             matches,
         };
         Ok(ToolOutput::new(text, output))
+    }
+}
+
+/// The search options of one call: the tool's own, keeping only the matches it can list.
+fn tools_ast_options(options: SearchOptions, max: usize) -> SearchOptions {
+    SearchOptions {
+        keep: Some(max),
+        ..options
     }
 }
 

@@ -17,6 +17,9 @@ use crate::compile::Compiled;
 pub struct SearchOptions {
     /// Worker threads for the walk; 0 picks one per core.
     pub threads: usize,
+    /// Keep at most this many matches (the first in path order); the rest are counted, not
+    /// collected. `None` keeps every one.
+    pub keep: Option<usize>,
 }
 
 /// One match in one file.
@@ -40,7 +43,12 @@ pub(crate) struct Found {
 /// The result of walking: what matched, and how much was looked at.
 #[derive(Debug, Default)]
 pub(crate) struct Walked {
+    /// The matches kept (all, or the first `keep` in path order).
     pub(crate) found: Vec<Found>,
+    /// Every match, kept or not.
+    pub(crate) total: usize,
+    /// Files with at least one match.
+    pub(crate) files_with: usize,
     /// Files of the language under the path.
     pub(crate) files: usize,
     /// Files that were parsed (the rest lacked a literal the pattern needs).
@@ -62,6 +70,9 @@ pub(crate) struct Rewrite {
     pub(crate) nested: usize,
 }
 
+/// Each file's matches, by path.
+type Batches = std::collections::BTreeMap<Arc<Path>, Vec<Found>>;
+
 /// Walks `path` (a file or a folder) and matches `compiled` in every file of its language;
 /// with `rewrite`, also computes each file's rewritten text.
 pub(crate) fn walk(
@@ -71,9 +82,10 @@ pub(crate) fn walk(
     options: SearchOptions,
 ) -> Walked {
     let state = Mutex::new(Walked::default());
-    // Each file's matches come out in position order; files are sorted once at the end, so
-    // no sort ever runs over every match.
-    let batches: Mutex<Vec<Vec<Found>>> = Mutex::new(Vec::new());
+    // Each file's matches come out in position order; files are kept in path order, so no
+    // sort ever runs over every match, and with `keep` the files past the first `keep`
+    // matches are dropped as soon as they are certain not to be shown.
+    let batches: Mutex<(Batches, usize)> = Mutex::new((Batches::new(), 0));
     let finders: Vec<memmem::Finder<'_>> = compiled
         .literals
         .iter()
@@ -89,10 +101,22 @@ pub(crate) fn walk(
             Visit::Parsed { found, rewrite } => {
                 state.parsed += 1;
                 state.rewrites.extend(rewrite);
-                if !found.is_empty()
+                state.total += found.len();
+                state.files_with += usize::from(!found.is_empty());
+                drop(state);
+                if let Some(first) = found.first()
                     && let Ok(mut batches) = batches.lock()
                 {
-                    batches.push(found);
+                    let (kept, count) = &mut *batches;
+                    *count += found.len();
+                    kept.insert(Arc::clone(&first.path), found);
+                    if let Some(keep) = options.keep {
+                        while let Some(entry) = kept.last_entry()
+                            && *count - entry.get().len() >= keep
+                        {
+                            *count -= entry.remove().len();
+                        }
+                    }
                 }
             }
         }
@@ -120,11 +144,13 @@ pub(crate) fn walk(
     let mut walked = state
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut batches = batches
+    let (batches, _) = batches
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    batches.sort_by(|a, b| a.first().map(|f| &f.path).cmp(&b.first().map(|f| &f.path)));
-    walked.found = batches.into_iter().flatten().collect();
+    walked.found = batches.into_values().flatten().collect();
+    if let Some(keep) = options.keep {
+        walked.found.truncate(keep);
+    }
     walked.rewrites.sort_by(|a, b| a.path.cmp(&b.path));
     walked.unreadable.sort();
     walked

@@ -16,8 +16,16 @@ pub struct WriteDiagnostics {
     pub introduced: Vec<WrittenDiagnostic>,
     /// Introduced diagnostics left out by the per-file cap, over all files.
     pub omitted: usize,
-    /// Each checked file's state after the write, as its server reported it.
+    /// Each written file a server covers, with its state after the write: checked (with
+    /// its error count) or not checked (and why). A file no server covers is not listed.
     pub files: Vec<CheckedFile>,
+    /// Diagnostics this call introduced in files it did not write (a changed signature
+    /// breaks its callers), at most 10 over all files, spread across them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallout: Vec<WrittenDiagnostic>,
+    /// Each file the call did not write in which it introduced diagnostics, with how many.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallout_files: Vec<CheckedFile>,
     /// Files whose server did not settle in time, and other things the reader must know.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -48,13 +56,20 @@ pub struct CheckedFile {
     pub path: String,
     /// The server that checked it.
     pub server: String,
-    /// Whether the server finished checking the written text within the wait; when false the
-    /// counts are what it had reported by then.
+    /// Whether the server finished checking the file within the wait; when false the file
+    /// was not checked, the counts are zero, and `unchecked` says why.
     pub settled: bool,
     /// Errors in the file now, old and new.
     pub errors: usize,
     /// Warnings in the file now, old and new.
     pub warnings: usize,
-    /// Diagnostics this call introduced in the file beyond the per-file cap, not listed.
+    /// Diagnostics this call introduced in the file, listed or not.
+    #[serde(default)]
+    pub introduced: usize,
+    /// Diagnostics this call introduced in the file beyond the cap, not listed.
     pub omitted: usize,
+    /// Why the file was not checked (the server is not installed, the file is in no crate,
+    /// the server crashed or did not finish in time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
 }

@@ -108,10 +108,12 @@ pub(crate) async fn run(
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let mut findings = parse(checker.format, &stdout, &stderr, root);
+    let (mut findings, report_read) = read_report(checker.format, &stdout, &stderr, root);
     dedupe(&mut findings);
     let has_errors = findings.iter().any(|f| f.severity == "error");
-    if !output.status.success() && !has_errors {
+    // A checker that writes a JSON report exits non-zero for warnings too (basedpyright
+    // does): when its report was read, the report says what it found, not the exit status.
+    if !output.status.success() && !has_errors && !report_read {
         // It failed without saying where: pass on what it printed.
         let tail: Vec<&str> = stderr
             .lines()
@@ -145,6 +147,26 @@ fn dedupe(findings: &mut Vec<Finding>) {
             finding.message.clone(),
         ))
     });
+}
+
+/// Reads a checker's output; the flag says whether it wrote a whole report (pyright's JSON,
+/// with its summary), which then is the answer whatever the exit status. cargo is not one:
+/// it fails only on errors, and a failing build script reports none of its own.
+pub(crate) fn read_report(
+    format: CheckerFormat,
+    stdout: &str,
+    stderr: &str,
+    root: &Path,
+) -> (Vec<Finding>, bool) {
+    let read = match format {
+        CheckerFormat::PyrightJson => {
+            let start = stdout.find('{').unwrap_or(0);
+            serde_json::from_str::<Value>(&stdout[start..])
+                .is_ok_and(|report| report.get("summary").is_some())
+        }
+        _ => false,
+    };
+    (parse(format, stdout, stderr, root), read)
 }
 
 /// Reads a checker's output in its format.
@@ -390,6 +412,16 @@ mod tests {
                 }
             ]
         );
+    }
+
+    #[test]
+    fn lsp_5_a_parsed_report_is_the_answer_whatever_the_exit_status() {
+        let warnings_only = r#"{"version":"1","generalDiagnostics":[{"file":"/project/a.py","severity":"warning","message":"unused","range":{"start":{"line":0,"character":0},"end":{"line":0,"character":1}},"rule":"reportUnusedVariable"}],"summary":{"errorCount":0,"warningCount":1}}"#;
+        let (findings, read) = read_report(CheckerFormat::PyrightJson, warnings_only, "", &root());
+        assert!(read);
+        assert_eq!(findings.len(), 1);
+        let (_, read) = read_report(CheckerFormat::PyrightJson, "Traceback: boom", "", &root());
+        assert!(!read);
     }
 
     #[test]

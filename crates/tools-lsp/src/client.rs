@@ -152,6 +152,11 @@ impl Shared {
         (state.checks_begun, running)
     }
 
+    /// Every file's last publish, as things stand now.
+    pub(crate) fn publishes(&self) -> HashMap<Url, Published> {
+        self.state().diagnostics.clone()
+    }
+
     /// The last publish for `uri`.
     pub(crate) fn published(&self, uri: &Url) -> Option<Published> {
         self.state().diagnostics.get(uri).cloned()

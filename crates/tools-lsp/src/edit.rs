@@ -29,6 +29,9 @@ pub(crate) struct PlannedFile {
 pub(crate) struct Plan {
     pub(crate) changes: Vec<Change>,
     pub(crate) files: Vec<PlannedFile>,
+    /// The texts the edits insert, with how often each is inserted (a rename's new name as
+    /// the server writes it: `r#fn` for `fn`).
+    pub(crate) new_texts: BTreeMap<String, usize>,
 }
 
 /// The files as the edit sees them while it is applied in order.
@@ -39,6 +42,7 @@ struct Files<'a> {
     current: BTreeMap<PathBuf, Option<String>>,
     edits: BTreeMap<PathBuf, usize>,
     renamed_from: BTreeMap<PathBuf, PathBuf>,
+    new_texts: BTreeMap<String, usize>,
 }
 
 impl Files<'_> {
@@ -84,6 +88,7 @@ pub(crate) fn plan(
         current: BTreeMap::new(),
         edits: BTreeMap::new(),
         renamed_from: BTreeMap::new(),
+        new_texts: BTreeMap::new(),
     };
     match edit.document_changes {
         Some(DocumentChanges::Edits(edits)) => {
@@ -241,6 +246,7 @@ pub(crate) fn plan(
     Ok(Plan {
         changes,
         files: planned,
+        new_texts: files.new_texts,
     })
 }
 
@@ -287,6 +293,9 @@ fn apply_text_edits(
         }
     }
     let count = spans.len();
+    for (_, _, _, new_text) in &spans {
+        *files.new_texts.entry(new_text.clone()).or_insert(0) += 1;
+    }
     for (start, end, _, new_text) in spans {
         if start > end {
             return Err(format!(

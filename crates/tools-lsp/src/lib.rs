@@ -1,21 +1,25 @@
 //! The language-server family (SPEC section 2): `lsp` asks the project's language server
-//! about code, `lsp_rename` renames through it. Both sit on an [`LspSupervisor`], which
+//! about code, `lsp_rename` renames through it, `lsp_code_action` applies a fix it offers. Both sit on an [`LspSupervisor`], which
 //! decides at call time which servers can run here (LSP-2), starts one per (server, root)
 //! on first use, restarts crashed ones within a budget, and keeps their documents in sync
 //! with the disk.
 
+mod apply;
 mod checker;
 mod client;
 mod config;
 mod discovery;
 mod edit;
 mod error;
+mod fallout;
 mod lsp;
+mod lsp_code_action;
 mod lsp_rename;
 mod on_write;
 mod position;
 mod render;
 mod reported;
+mod select;
 mod servers;
 mod session;
 mod supervisor;
@@ -23,7 +27,10 @@ mod supervisor;
 pub use crate::{
     config::{CheckerFormat, LspConfig, OnWriteConfig, ServerOverride},
     error::{Error, Result},
-    lsp::{ActionItem, DiagnosticItem, Lsp, LspInput, LspOutput, Operation, SymbolItem},
+    lsp::{
+        ActionItem, DiagnosticItem, Lsp, LspInput, LspOutput, Operation, SeverityFilter, SymbolItem,
+    },
+    lsp_code_action::{LspCodeAction, LspCodeActionInput, LspCodeActionOutput},
     lsp_rename::{LspRename, LspRenameInput, LspRenameOutput, RenamedFile},
     on_write::DiagnosticsOnWrite,
     render::Place,
@@ -34,7 +41,7 @@ use std::sync::Arc;
 
 use tools_core::RegistryBuilder;
 
-/// Registers `lsp` (read tier) and `lsp_rename` (write tier) over `supervisor`, and wraps
+/// Registers `lsp` (read tier), `lsp_rename` and `lsp_code_action` (write tier) over `supervisor`, and wraps
 /// every writing tool with diagnostics on write (LSP-6) unless the config turns it off. The
 /// umbrella calls it only when a supervisor is bound to the run (LSP-1, CORE-1); whether any
 /// server can run is decided later, at call time (CORE-2).
@@ -42,6 +49,7 @@ pub fn register(builder: &mut RegistryBuilder, supervisor: &LspSupervisor) {
     builder
         .register(Lsp::new(supervisor.clone()))
         .register(LspRename::new(supervisor.clone()))
+        .register(LspCodeAction::new(supervisor.clone()))
         .wrap(Arc::new(DiagnosticsOnWrite::new(supervisor.clone())));
     builder
         .run()

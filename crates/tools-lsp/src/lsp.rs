@@ -1,7 +1,6 @@
 //! `lsp`: read-only questions to the project's language server (LSP-1…5): definitions, types,
 //! implementations, references, hover, symbols, code actions, diagnostics, status, reload.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,8 +21,12 @@ use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace};
 
 use crate::position::{Target, lines};
+use crate::render::read_text;
 use crate::render::{
     Place, Quoter, capped_note, code_text, hover_text, kind_name, one_line, plural, severity_name,
+};
+use crate::select::{
+    Page, Rank, outline_indices, outline_ranks, page_indices, page_note, per_file_counts,
 };
 use crate::servers::Pull;
 use crate::supervisor::{LspSupervisor, Opened, ServerReport};
@@ -55,11 +58,20 @@ const ACTIONS_DIAGNOSTICS_WAIT: Duration = Duration::from_secs(5);
 ///
 /// Operations:
 /// - `definition`, `type_definition`, `implementation`, `references`, `hover`,
-///   `code_actions`: need `file`, `line` and `symbol`.
-/// - `symbols`: with `query`, searches the whole workspace (the workspace's files listed
-///   before dependencies); with `file`, lists that file's symbols.
+///   `code_actions`: need `file`, `line` and `symbol`. A listed code action is applied with
+///   the `lsp_code_action` tool.
+/// - `symbols`: with `query`, searches the whole workspace (exact name matches first, the
+///   workspace's files before dependencies); with `file`, lists that file's outline (its
+///   top-level items and their members first); with both, the symbols of that file whose
+///   name contains `query`.
 /// - `diagnostics`: with a `file`, its errors and warnings now; with `file: "*"`, runs the
-///   project checker (cargo check, basedpyright, tsc, go vet, dart analyze) on the project.
+///   project checker (cargo check, basedpyright, tsc, go vet, dart analyze) on the project;
+///   `file: "src/parser/*"` keeps the findings under that folder, `severity: "error"` keeps
+///   errors only.
+///
+/// Long lists (`references`, `symbols`, `diagnostics "*"`) start with a count per file of
+/// everything found, then list a page: `max_results` (up to 1000) and `offset` page through
+/// them.
 /// - `status`: which servers can run here, for which roots, and why the others cannot.
 /// - `reload`: restarts the server of `file` (or every running server) after a project
 ///   change the server did not pick up.
@@ -72,8 +84,9 @@ pub struct LspInput {
     /// What to ask: definition, type_definition, implementation, references, hover, symbols,
     /// code_actions, diagnostics, status or reload.
     pub operation: Operation,
-    /// The source file, relative to the workspace root; `"*"` with `diagnostics` checks the
-    /// whole project.
+    /// The source file, relative to the workspace root. With `diagnostics`, `"*"` runs the
+    /// project checker, and a folder prefix ending in `*` (`src/parser/*`) runs it and lists
+    /// only the findings in files under that prefix.
     #[serde(default)]
     pub file: Option<String>,
     /// The 1-based line of `symbol` in `file`.
@@ -86,9 +99,29 @@ pub struct LspInput {
     /// default 1).
     #[serde(default)]
     pub occurrence: Option<u32>,
-    /// For `symbols`: a name, or part of one, to search the workspace for.
+    /// For `symbols`: a name, or part of one, to search the workspace for (with `file`:
+    /// to look for in that file's symbols).
     #[serde(default)]
     pub query: Option<String>,
+    /// For `references`, `symbols` and `diagnostics` with `"*"`: how many to list (defaults
+    /// 50, 100 for a symbol search, 200 for a file's symbols; at most 1000).
+    #[serde(default)]
+    pub max_results: Option<u32>,
+    /// For the same lists: where the listed page starts (0-based), to page through a long
+    /// list in path order; the answer says which `offset` shows the next page.
+    #[serde(default)]
+    pub offset: Option<u32>,
+    /// For `diagnostics` with `"*"`: `error` lists errors only, `warning` warnings only.
+    #[serde(default)]
+    pub severity: Option<SeverityFilter>,
+}
+
+/// Which findings of the project checker to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SeverityFilter {
+    Error,
+    Warning,
 }
 
 /// The operations of `lsp` (LSP-5).
@@ -248,19 +281,26 @@ impl Tool for Lsp {
             | Operation::References => self.navigate(workspace, &input).await,
             Operation::Hover => self.hover(workspace, &input).await,
             Operation::CodeActions => self.code_actions(workspace, &input).await,
-            Operation::Symbols => match (&input.query, &input.file) {
-                (Some(query), _) if !query.trim().is_empty() => {
-                    self.workspace_symbols(workspace, &input, query.trim())
-                        .await
-                }
-                (_, Some(file)) => self.document_symbols(workspace, file).await,
+            Operation::Symbols => match (
+                input
+                    .query
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|q| !q.is_empty()),
+                input.file.as_deref().filter(|f| !f.trim().is_empty()),
+            ) {
+                (Some(query), None) => self.workspace_symbols(workspace, &input, query).await,
+                (query, Some(file)) => self.document_symbols(workspace, &input, file, query).await,
                 _ => Err(ToolError::failed(
                     "`symbols` needs `query` (a name to search the workspace for) or `file` \
                      (to list that file's symbols)",
                 )),
             },
             Operation::Diagnostics => match input.file.as_deref().map(str::trim) {
-                Some("*") => self.check_project(workspace).await,
+                Some(pattern) if pattern.ends_with('*') => {
+                    self.check_project(workspace, &input, pattern.trim_end_matches('*'))
+                        .await
+                }
                 Some(file) if !file.is_empty() => self.file_diagnostics(workspace, file).await,
                 _ => Err(ToolError::failed(
                     "`diagnostics` needs `file`: a source file for its errors and warnings, or \
@@ -282,13 +322,6 @@ struct Pointed {
 }
 
 impl Pointed {
-    fn line_text(&self) -> &str {
-        lines(&self.opened.synced.text)
-            .get(self.target.line as usize)
-            .copied()
-            .unwrap_or_default()
-    }
-
     fn here(&self) -> String {
         format!("{}:{}", self.opened.shown, self.target.line + 1)
     }
@@ -411,11 +444,18 @@ impl Lsp {
             places.dedup();
         }
         let total = places.len();
-        let cap = match operation {
-            Operation::References => REFERENCES_CAP,
-            _ => WORKSPACE_SYMBOLS_CAP,
+        let page = match operation {
+            Operation::References => Page::new(input.max_results, input.offset, REFERENCES_CAP)
+                .map_err(ToolError::failed)?,
+            _ => Page::new(None, None, WORKSPACE_SYMBOLS_CAP).map_err(ToolError::failed)?,
         };
-        places.truncate(cap);
+        let keys: Vec<&str> = places.iter().map(|p| p.path.as_str()).collect();
+        let files = keys.iter().collect::<std::collections::BTreeSet<_>>().len();
+        let counts = (operation == Operation::References && files > 1 && total > page.max)
+            .then(|| per_file_counts(&keys));
+        let chosen = page_indices(&keys, page);
+        let spread = !page.paging && total > page.max;
+        let places: Vec<Place> = chosen.into_iter().map(|i| places[i].clone()).collect();
         let aimed = &pointed.target.aimed;
         let server = session.spec.name.clone();
         let (noun, empty) = match operation {
@@ -440,12 +480,18 @@ impl Lsp {
                 pointed.here()
             ),
         };
+        if let Some(counts) = counts {
+            text.push_str(&format!("\nPer file: {counts}."));
+        }
         for place in &places {
             text.push('\n');
             text.push_str(&place.render());
         }
         let mut notes = pointed.notes();
-        notes.extend(capped_note(places.len(), total));
+        notes.extend(page_note(places.len(), total, page, spread && files > 1));
+        if operation == Operation::References {
+            notes.extend(project_view_note(session));
+        }
         append_notes(&mut text, &notes);
         let mut output = LspOutput::new(operation);
         output.server = Some(server);
@@ -488,29 +534,7 @@ impl Lsp {
     async fn code_actions(&self, workspace: &Workspace, input: &LspInput) -> Answer {
         let pointed = self.point(workspace, input).await?;
         let session = &pointed.opened.session;
-        let uri = &pointed.opened.synced.uri;
-        // Quick fixes hang off diagnostics, so the request carries those on this line.
-        let line = pointed.target.line;
-        let (diagnostics, _) = current_diagnostics(&pointed.opened, ACTIONS_DIAGNOSTICS_WAIT).await;
-        let diagnostics: Vec<_> = diagnostics
-            .into_iter()
-            .filter(|d| d.range.start.line <= line && d.range.end.line >= line)
-            .collect();
-        let range = pointed.target.range(pointed.line_text(), session.encoding);
-        let answer = session
-            .request::<CodeActionRequest>(CodeActionParams {
-                text_document: TextDocumentIdentifier { uri: uri.clone() },
-                range,
-                context: CodeActionContext {
-                    diagnostics,
-                    only: None,
-                    trigger_kind: Some(CodeActionTriggerKind::INVOKED),
-                },
-                work_done_progress_params: WorkDoneProgressParams::default(),
-                partial_result_params: PartialResultParams::default(),
-            })
-            .await?
-            .unwrap_or_default();
+        let answer = actions_at(&pointed.opened, &pointed.target).await?;
         let actions: Vec<ActionItem> = answer
             .into_iter()
             .map(|action| match action {
@@ -555,6 +579,12 @@ impl Lsp {
                 text.push_str(&format!(" ({})", tags.join(", ")));
             }
         }
+        if actions.iter().any(|a| a.disabled.is_none()) {
+            text.push_str(
+                "\nApply one with the `lsp_code_action` tool: the same file, line and symbol, \
+                 and its title.",
+            );
+        }
         let notes = pointed.notes();
         append_notes(&mut text, &notes);
         let mut output = LspOutput::new(Operation::CodeActions);
@@ -564,7 +594,15 @@ impl Lsp {
         Ok(ToolOutput::new(text, output))
     }
 
-    async fn document_symbols(&self, workspace: &Workspace, file: &str) -> Answer {
+    async fn document_symbols(
+        &self,
+        workspace: &Workspace,
+        input: &LspInput,
+        file: &str,
+        query: Option<&str>,
+    ) -> Answer {
+        let page = Page::new(input.max_results, input.offset, DOCUMENT_SYMBOLS_CAP)
+            .map_err(ToolError::failed)?;
         let opened = self.supervisor.open(workspace, file).await?;
         let session = &opened.session;
         let answer = session
@@ -595,14 +633,56 @@ impl Lsp {
             }
             None => {}
         }
-        let total = symbols.len();
-        symbols.truncate(DOCUMENT_SYMBOLS_CAP);
-        let mut text = match total {
-            0 => format!(
+        let ranks = outline_ranks(
+            &symbols
+                .iter()
+                .map(|s| {
+                    let function_like =
+                        matches!(s.kind.as_str(), "function" | "method" | "constructor");
+                    (s.depth, function_like)
+                })
+                .collect::<Vec<_>>(),
+        );
+        let mut ranked: Vec<(SymbolItem, Rank)> = symbols.into_iter().zip(ranks).collect();
+        if let Some(query) = query {
+            // Both given: the symbols of that file whose name contains the query, exact
+            // names first, shown flat.
+            let lower = query.to_lowercase();
+            ranked.retain(|(s, _)| s.name.to_lowercase().contains(&lower));
+            ranked.sort_by_key(|(s, _)| (s.name != query, s.name.to_lowercase() != lower, s.line));
+            for (symbol, _) in &mut ranked {
+                symbol.depth = 0;
+            }
+        }
+        let total = ranked.len();
+        let locals = ranked.iter().filter(|(_, r)| *r == Rank::Local).count();
+        let chosen: Vec<usize> = match (page.paging, query) {
+            (false, None) => outline_indices(
+                &ranked.iter().map(|(_, r)| *r).collect::<Vec<_>>(),
+                page.max,
+            ),
+            _ => (page.offset.min(total)..total).take(page.max).collect(),
+        };
+        let shown_locals = chosen
+            .iter()
+            .filter(|&&i| ranked[i].1 == Rank::Local)
+            .count();
+        let symbols: Vec<SymbolItem> = chosen.iter().map(|&i| ranked[i].0.clone()).collect();
+        let mut text = match (total, query) {
+            (0, Some(query)) => format!(
+                "{} lists no symbols matching `{query}` in {}.",
+                session.spec.name, opened.shown
+            ),
+            (0, None) => format!(
                 "{} lists no symbols in {}.",
                 session.spec.name, opened.shown
             ),
-            n => format!("{} in {}:", capitalise(&plural(n, "symbol")), opened.shown),
+            (n, Some(query)) => format!(
+                "{} matching `{query}` in {}:",
+                capitalise(&plural(n, "symbol")),
+                opened.shown
+            ),
+            (n, None) => format!("{} in {}:", capitalise(&plural(n, "symbol")), opened.shown),
         };
         for symbol in &symbols {
             text.push_str(&format!(
@@ -614,7 +694,21 @@ impl Lsp {
             ));
         }
         let mut notes = opened.notes.clone();
-        notes.extend(capped_note(symbols.len(), total));
+        if !page.paging && query.is_none() && symbols.len() < total {
+            notes.push(format!(
+                "(showing {} of {total}: every top-level item and member{}; {} locals and \
+                 parameters of functions left out — `offset` pages through all of them in \
+                 order)",
+                symbols.len(),
+                match shown_locals {
+                    0 => String::new(),
+                    n => format!(" and {n} locals"),
+                },
+                locals - shown_locals
+            ));
+        } else {
+            notes.extend(page_note(symbols.len(), total, page, false));
+        }
         append_notes(&mut text, &notes);
         let mut output = LspOutput::new(Operation::Symbols);
         output.server = Some(session.spec.name.clone());
@@ -630,17 +724,14 @@ impl Lsp {
         input: &LspInput,
         query: &str,
     ) -> Answer {
-        // The servers to ask: the one of `file`, or every usable one in the workspace.
+        let page = Page::new(input.max_results, input.offset, WORKSPACE_SYMBOLS_CAP)
+            .map_err(ToolError::failed)?;
+        // The servers to ask: every usable one in the workspace.
         let mut sessions = Vec::new();
         let mut notes = Vec::new();
         let mut problems = Vec::new();
-        match input.file.as_deref().filter(|f| !f.trim().is_empty()) {
-            Some(file) => {
-                let opened = self.supervisor.open(workspace, file).await?;
-                notes.extend(opened.notes.clone());
-                sessions.push(opened.session);
-            }
-            None => {
+        {
+            {
                 let context = self.supervisor.context();
                 for spec in &context.servers {
                     let roots = crate::discovery::scan_roots(spec, &context.workspace_root);
@@ -726,11 +817,16 @@ impl Lsp {
                 }
             }
         }
+        // An exact name first, then the same name in another case, then the server's order.
+        let rank = |item: &SymbolItem| (item.name != query, !item.name.eq_ignore_ascii_case(query));
+        own.sort_by_key(rank);
+        dependencies.sort_by_key(rank);
         let own_count = own.len();
         let mut symbols = own;
         symbols.extend(dependencies);
         let total = symbols.len();
-        symbols.truncate(WORKSPACE_SYMBOLS_CAP);
+        let start = page.offset.min(total);
+        let symbols: Vec<SymbolItem> = symbols.into_iter().skip(start).take(page.max).collect();
         let mut text = match total {
             0 => format!(
                 "{} found no symbols matching `{query}`.",
@@ -753,7 +849,10 @@ impl Lsp {
                 symbol.kind, symbol.name, symbol.path, symbol.line
             ));
         }
-        notes.extend(capped_note(symbols.len(), total));
+        notes.extend(page_note(symbols.len(), total, page, false));
+        for session in &sessions {
+            notes.extend(project_view_note(session));
+        }
         append_notes(&mut text, &notes);
         let mut output = LspOutput::new(Operation::Symbols);
         output.server = Some(servers.join(", "));
@@ -768,10 +867,9 @@ impl Lsp {
         let session = &opened.session;
         let mut notes = opened.notes.clone();
         let wait = PUBLISH_WAIT.min(self.supervisor.context().config.request_timeout());
-        let (mut diagnostics, note) = current_diagnostics(&opened, wait).await;
+        let (diagnostics, note) = current_diagnostics(&opened, wait).await;
         notes.extend(note);
-        let mut seen = std::collections::HashSet::new();
-        diagnostics.retain(|d| !crate::render::repeats(&mut seen, d));
+        let diagnostics = crate::render::merge_passes(diagnostics);
         let mut items = Vec::new();
         let mut quiet = 0;
         let line_texts = lines(&opened.synced.text);
@@ -840,7 +938,10 @@ impl Lsp {
         Ok(ToolOutput::new(text, output))
     }
 
-    async fn check_project(&self, workspace: &Workspace) -> Answer {
+    async fn check_project(&self, workspace: &Workspace, input: &LspInput, prefix: &str) -> Answer {
+        let page =
+            Page::new(input.max_results, input.offset, CHECKER_CAP).map_err(ToolError::failed)?;
+        let prefix = prefix.trim_start_matches("./");
         let context = self.supervisor.context();
         let mut runs = Vec::new();
         let mut skipped = Vec::new();
@@ -927,6 +1028,17 @@ impl Lsp {
                 ));
             }
         }
+        // The filters: a path prefix and a severity.
+        let before_filters = all.len();
+        all.retain(|(_, item, _)| {
+            item.path.starts_with(prefix)
+                && match input.severity {
+                    Some(SeverityFilter::Error) => item.severity == "error",
+                    Some(SeverityFilter::Warning) => item.severity == "warning",
+                    None => true,
+                }
+        });
+        let filtered = all.len() < before_filters || !prefix.is_empty();
         all.sort_by(|a, b| {
             (a.1.severity != "error", &a.1.path, a.1.line).cmp(&(
                 b.1.severity != "error",
@@ -936,7 +1048,27 @@ impl Lsp {
         });
         let total = all.len();
         let mut text = headers.join("\n");
-        for (_, item, quoted) in all.iter().take(CHECKER_CAP) {
+        if filtered {
+            let what = match input.severity {
+                Some(SeverityFilter::Error) => "error",
+                Some(SeverityFilter::Warning) => "warning",
+                None => "finding",
+            };
+            let place = match prefix.is_empty() {
+                true => "in the project".to_owned(),
+                false => format!("under {prefix}"),
+            };
+            text.push_str(&format!("\nListing {} {place}:", plural(total, what)));
+        }
+        let keys: Vec<&str> = all.iter().map(|(_, item, _)| item.path.as_str()).collect();
+        let files = keys.iter().collect::<std::collections::BTreeSet<_>>().len();
+        if total > page.max && files > 1 {
+            text.push_str(&format!("\nPer file: {}.", per_file_counts(&keys)));
+        }
+        let chosen = page_indices(&keys, page);
+        let spread = !page.paging && total > page.max && files > 1;
+        for &index in &chosen {
+            let (_, item, quoted) = &all[index];
             text.push('\n');
             text.push_str(&render_diagnostic(item));
             if !quoted.is_empty() {
@@ -945,23 +1077,7 @@ impl Lsp {
         }
         let mut notes = skipped;
         notes.extend(runs.iter().flat_map(|(_, run)| run.notes.iter().cloned()));
-        if total > CHECKER_CAP {
-            let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-            for (_, item, _) in &all {
-                *counts.entry(item.path.as_str()).or_insert(0) += 1;
-            }
-            let per_file: Vec<String> = counts
-                .iter()
-                .map(|(path, count)| {
-                    let path = if path.is_empty() { "(project)" } else { path };
-                    format!("{path}: {count}")
-                })
-                .collect();
-            notes.push(format!(
-                "(capped: showing {CHECKER_CAP} of {total}; per file: {})",
-                per_file.join(", ")
-            ));
-        }
+        notes.extend(page_note(chosen.len(), total, page, spread));
         append_notes(&mut text, &notes);
         let mut output = LspOutput::new(Operation::Diagnostics);
         output.server = Some(
@@ -971,11 +1087,7 @@ impl Lsp {
                 .join(", "),
         );
         output.total = Some(total);
-        output.diagnostics = all
-            .into_iter()
-            .take(CHECKER_CAP)
-            .map(|(_, item, _)| item)
-            .collect();
+        output.diagnostics = chosen.iter().map(|&i| all[i].1.clone()).collect();
         output.notes = notes;
         Ok(ToolOutput::new(text, output))
     }
@@ -1044,6 +1156,41 @@ impl Lsp {
     }
 }
 
+/// The code actions the server offers at `target` in an opened file, asked with the
+/// diagnostics on that line (quick fixes hang off them).
+pub(crate) async fn actions_at(
+    opened: &Opened,
+    target: &Target,
+) -> crate::Result<Vec<CodeActionOrCommand>> {
+    let session = &opened.session;
+    let uri = &opened.synced.uri;
+    let line = target.line;
+    let (diagnostics, _) = current_diagnostics(opened, ACTIONS_DIAGNOSTICS_WAIT).await;
+    let diagnostics: Vec<_> = diagnostics
+        .into_iter()
+        .filter(|d| d.range.start.line <= line && d.range.end.line >= line)
+        .collect();
+    let line_text = lines(&opened.synced.text)
+        .get(line as usize)
+        .copied()
+        .unwrap_or_default();
+    let range = target.range(line_text, session.encoding);
+    Ok(session
+        .request::<CodeActionRequest>(CodeActionParams {
+            text_document: TextDocumentIdentifier { uri: uri.clone() },
+            range,
+            context: CodeActionContext {
+                diagnostics,
+                only: None,
+                trigger_kind: Some(CodeActionTriggerKind::INVOKED),
+            },
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        })
+        .await?
+        .unwrap_or_default())
+}
+
 /// A file's diagnostics as the server sees its current text: pulled from servers that answer
 /// pulls; otherwise the last publish, after waiting (up to `wait`) for a fresh one when the
 /// server had not seen this text before. The note says when no publish came.
@@ -1096,6 +1243,80 @@ async fn current_diagnostics(opened: &Opened, wait: Duration) -> (Vec<Diagnostic
         .map(|published| published.diagnostics)
         .unwrap_or_default();
     (diagnostics, note)
+}
+
+/// One line for an answer that may be incomplete because of how the server sees the project:
+/// clangd without a compilation database knows only the files opened in this run; a pyright
+/// `include` narrows the project to some folders.
+fn project_view_note(session: &crate::session::Session) -> Option<String> {
+    let root = &session.root;
+    match session.spec.name.as_str() {
+        "clangd" => {
+            let database = ["compile_commands.json", "build/compile_commands.json"]
+                .iter()
+                .any(|name| root.join(name).is_file());
+            (!database).then(|| {
+                "clangd has no compile_commands.json here, so it knows only the files opened \
+                 in this run: uses in other files may be missing (generate one, e.g. with \
+                 `cmake -DCMAKE_EXPORT_COMPILE_COMMANDS=ON` or `bear -- make`)"
+                    .to_owned()
+            })
+        }
+        "basedpyright" => pyright_include(root).map(|include| {
+            format!(
+                "basedpyright's `include` ({}) limits the project, so files outside it are \
+                 not searched",
+                include.join(", ")
+            )
+        }),
+        _ => None,
+    }
+}
+
+/// The `include` list of a pyright configuration at `root` (pyrightconfig.json, or the
+/// `[tool.pyright]`/`[tool.basedpyright]` table of pyproject.toml), when it has one.
+fn pyright_include(root: &std::path::Path) -> Option<Vec<String>> {
+    let strings = |value: &serde_json::Value| -> Option<Vec<String>> {
+        let list: Vec<String> = value
+            .as_array()?
+            .iter()
+            .filter_map(|item| item.as_str().map(str::to_owned))
+            .collect();
+        (!list.is_empty()).then_some(list)
+    };
+    if let Ok(text) = read_text(&root.join("pyrightconfig.json"))
+        && let Ok(config) = serde_json::from_str::<serde_json::Value>(&text)
+    {
+        return config.get("include").and_then(strings);
+    }
+    let text = read_text(&root.join("pyproject.toml")).ok()?;
+    let mut in_table = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_table = matches!(line, "[tool.pyright]" | "[tool.basedpyright]");
+            continue;
+        }
+        if in_table
+            && let Some(value) = line.strip_prefix("include")
+            && let Some(value) = value.trim_start().strip_prefix('=')
+        {
+            let list: Vec<String> = value
+                .trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split(',')
+                .map(|item| {
+                    item.trim()
+                        .trim_matches(|c| c == '"' || c == '\'')
+                        .to_owned()
+                })
+                .filter(|item| !item.is_empty())
+                .collect();
+            return (!list.is_empty()).then_some(list);
+        }
+    }
+    None
 }
 
 /// `src/lib.rs:3: error[E0308]: mismatched types`

@@ -2,19 +2,35 @@
 //! first, then the server's whole workspace edit applied all or nothing, the changed files
 //! synced back to the server, and each file reported with its number of edits.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
 use async_lsp::lsp_types::request::{PrepareRenameRequest, Rename};
-use async_lsp::lsp_types::{
-    FileChangeType, OneOf, PrepareRenameResponse, RenameParams, WorkDoneProgressParams,
-};
+use async_lsp::lsp_types::{OneOf, PrepareRenameResponse, RenameParams, WorkDoneProgressParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{
-    CallContext, Change, FileChange, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
-};
+use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace, Writes};
 
-use crate::edit::plan;
-use crate::render::plural;
+pub use crate::apply::RenamedFile;
+use crate::apply::apply_edit;
+use crate::fallout::word_positions;
+use crate::render::{Place, plural, quote};
+use crate::servers::ServerSpec;
 use crate::supervisor::LspSupervisor;
+
+/// How many remaining occurrences of the old name a rename lists.
+const REMAINING_CAP: usize = 10;
+
+/// Folders whose files are not the project's own: a rename does not reach them.
+const NOT_SEARCHED: &[&str] = &[
+    "node_modules",
+    "target",
+    "venv",
+    ".venv",
+    "__pycache__",
+    "build",
+    "dist",
+];
 
 /// Rename a symbol everywhere it is used, through the project's language server: every
 /// reference in every file is updated (and a module file renamed, where the language ties
@@ -47,30 +63,23 @@ pub struct LspRenameInput {
 pub struct LspRenameOutput {
     /// The name before.
     pub old_name: String,
-    /// The name after.
+    /// The name after, as the server wrote it (`r#fn` for `fn` in Rust).
     pub new_name: String,
     /// Every file changed, workspace-relative.
     pub files: Vec<RenamedFile>,
     /// Edits over all files.
     pub total_edits: usize,
+    /// Whole-identifier occurrences of the old name still in the project's files of the
+    /// language (headers and stubs included) after the rename, at most 10.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remaining: Vec<Place>,
+    /// How many there are in all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub remaining_total: usize,
     /// What the project's language servers found in the written files (diagnostics on write,
     /// LSP-6); present only when a server covers one of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<tools_core::WriteDiagnostics>,
-}
-
-/// One file the rename changed.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct RenamedFile {
-    pub path: String,
-    /// How many text edits it got.
-    pub edits: usize,
-    /// Its old path, when the rename also renamed the file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub renamed_from: Option<String>,
-    /// Whether the rename deleted it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub deleted: bool,
 }
 
 /// The `lsp_rename` tool, bound to the run's supervisor.
@@ -180,85 +189,18 @@ impl Tool for LspRename {
                      was changed"
                 ))
             })?;
-        let encoding = session.encoding;
-        // The edit's positions are in the text the server has open, so that is the text it is
-        // applied to, and what each file must still hold when it is written; files the server
-        // does not have open are read from disk.
-        let open = session.open_texts().await;
-        let planned = {
-            let workspace = workspace.clone();
-            tokio::task::spawn_blocking(move || {
-                let confine = |path: &std::path::Path| {
-                    workspace.confine(path).map_err(|error| error.to_string())
-                };
-                let read = |path: &std::path::Path| {
-                    if let Some(text) = open.get(path) {
-                        return Some(text.to_string());
-                    }
-                    let bytes = workspace.read(path).ok()?.bytes?;
-                    String::from_utf8(bytes).ok()
-                };
-                plan(edit, encoding, &confine, &read)
-            })
-            .await
-            .map_err(|error| ToolError::Internal {
-                tool: "lsp_rename".to_owned(),
-                message: format!("planning the edit stopped: {error}"),
-            })?
-        }
-        .map_err(|problem| {
-            ToolError::failed(format!(
-                "renaming `{old_name}`: {problem}; nothing was changed"
-            ))
-        })?;
-        if planned.changes.is_empty() {
-            return Err(ToolError::failed(format!(
-                "{server} returned an empty edit for renaming `{old_name}` at {here}; nothing \
-                 was changed"
-            )));
-        }
-        let previous = workspace
-            .commit_async(planned.changes.clone())
-            .await
-            .map_err(|error| {
-                ToolError::failed(format!(
-                    "renaming `{old_name}`: {}",
-                    error.to_tool_error(workspace)
-                ))
-            })?;
-        let synced: Vec<_> = planned
-            .changes
-            .iter()
-            .map(|Change { path, change, .. }| {
-                let kind = match change {
-                    FileChange::Delete => FileChangeType::DELETED,
-                    FileChange::Write(_)
-                        if planned
-                            .files
-                            .iter()
-                            .any(|f| &f.path == path && f.renamed_from.is_some()) =>
-                    {
-                        FileChangeType::CREATED
-                    }
-                    FileChange::Write(_) => FileChangeType::CHANGED,
-                };
-                (path.clone(), kind)
-            })
-            .collect();
-        session.files_changed(&synced).await;
-        let files: Vec<RenamedFile> = planned
-            .files
-            .iter()
-            .map(|file| RenamedFile {
-                path: workspace.display(&file.path),
-                edits: file.edits,
-                renamed_from: file.renamed_from.as_ref().map(|p| workspace.display(p)),
-                deleted: file.deleted,
-            })
-            .collect();
-        let total_edits: usize = files.iter().map(|f| f.edits).sum();
+        let applied = apply_edit(
+            session,
+            workspace,
+            edit,
+            &format!("renaming `{old_name}` at {here}"),
+        )
+        .await?;
+        let written = written_name(&new_name, &applied.new_texts);
+        let files = applied.files;
+        let total_edits = applied.total_edits;
         let mut text = format!(
-            "Renamed `{old_name}` to `{new_name}`: {} in {}:",
+            "Renamed `{old_name}` to `{written}`: {} in {}:",
             plural(total_edits, "edit"),
             plural(files.len(), "file")
         );
@@ -273,6 +215,46 @@ impl Tool for LspRename {
                 text.push_str(&format!(": {}", plural(file.edits, "edit")));
             }
         }
+        // What the server left behind: uses it did not see (disabled code, stubs, files
+        // outside its project view), and same-named text the agent must judge.
+        let search_name = old_name.trim_start_matches("r#").to_owned();
+        let spec = std::sync::Arc::clone(&session.spec);
+        let root = session.root.clone();
+        let (remaining, remaining_total) = tokio::task::spawn_blocking(move || {
+            remaining_uses(&spec, &root, &search_name, REMAINING_CAP)
+        })
+        .await
+        .unwrap_or_default();
+        let remaining: Vec<Place> = remaining
+            .into_iter()
+            .map(|(path, line, line_text)| Place {
+                path: workspace.display(&path),
+                line,
+                text: quote(&line_text),
+            })
+            .collect();
+        if remaining_total > 0 {
+            text.push_str(&format!(
+                "\n{} of `{old_name}` {} that {server} did not rename (they may be in \
+                 disabled code, stubs, comments or strings, or be another symbol of that \
+                 name); nothing was changed there:",
+                plural(remaining_total, "occurrence"),
+                if remaining_total == 1 {
+                    "remains"
+                } else {
+                    "remain"
+                }
+            ));
+            for place in &remaining {
+                text.push_str(&format!("\n  {}", place.render()));
+            }
+            if remaining_total > remaining.len() {
+                text.push_str(&format!(
+                    "\n  ({} more not listed)",
+                    remaining_total - remaining.len()
+                ));
+            }
+        }
         for note in opened
             .notes
             .iter()
@@ -280,18 +262,123 @@ impl Tool for LspRename {
         {
             text.push_str(&format!("\n{note}"));
         }
-        let touched = synced.into_iter().map(|(path, _)| path);
         Ok(ToolOutput::new(
             text,
             LspRenameOutput {
                 old_name,
-                new_name,
+                new_name: written,
                 files,
                 total_edits,
+                remaining,
+                remaining_total,
                 diagnostics: None,
             },
         )
-        .touching(touched)
-        .previously(previous))
+        .touching(applied.touched)
+        .previously(applied.previous))
+    }
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
+/// The name the server's edit wrote for `new_name`: `new_name` itself when an edit inserted
+/// exactly it, else the text most edits inserted that contains it (`r#fn` for `fn`).
+fn written_name(new_name: &str, new_texts: &BTreeMap<String, usize>) -> String {
+    if new_texts.contains_key(new_name) {
+        return new_name.to_owned();
+    }
+    new_texts
+        .iter()
+        .filter(|(text, _)| text.contains(new_name) && !text.contains(char::is_whitespace))
+        .max_by_key(|(_, count)| **count)
+        .map_or_else(|| new_name.to_owned(), |(text, _)| text.clone())
+}
+
+/// Where `name` still occurs as a whole identifier in the files of `spec`'s languages under
+/// `root` (`.gitignore` respected, dependency folders left out): the first `cap` as (path,
+/// 1-based line, line text) in path and line order, and how many there are in all.
+fn remaining_uses(
+    spec: &ServerSpec,
+    root: &Path,
+    name: &str,
+    cap: usize,
+) -> (Vec<(PathBuf, u32, String)>, usize) {
+    let mut listed = Vec::new();
+    let mut total = 0;
+    if name.is_empty() {
+        return (listed, total);
+    }
+    let finder = memchr::memmem::Finder::new(name.as_bytes());
+    let walk = ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .sort_by_file_path(|a, b| a.cmp(b))
+        .filter_entry(|entry| !NOT_SEARCHED.contains(&entry.file_name().to_string_lossy().as_ref()))
+        .build();
+    for entry in walk.flatten() {
+        let path = entry.path();
+        if !entry.file_type().is_some_and(|kind| kind.is_file()) || spec.language_id(path).is_none()
+        {
+            continue;
+        }
+        let Ok(bytes) = tools_core::read_regular(path) else {
+            continue;
+        };
+        if finder.find(&bytes).is_none() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        for (index, line) in text.lines().enumerate() {
+            let found = word_positions(line, name).count();
+            if found == 0 {
+                continue;
+            }
+            total += found;
+            if listed.len() < cap {
+                listed.push((
+                    path.to_path_buf(),
+                    u32::try_from(index + 1).unwrap_or(u32::MAX),
+                    line.to_owned(),
+                ));
+            }
+        }
+    }
+    (listed, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lsp_8_the_result_names_the_identifier_written() {
+        let texts = |items: &[(&str, usize)]| -> BTreeMap<String, usize> {
+            items.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect()
+        };
+        assert_eq!(written_name("fn", &texts(&[("r#fn", 3)])), "r#fn");
+        assert_eq!(written_name("total", &texts(&[("total", 2)])), "total");
+        assert_eq!(written_name("x", &texts(&[])), "x");
+    }
+
+    #[test]
+    fn lsp_8_uses_the_server_left_are_found_as_whole_identifiers() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("stack.h"),
+            "void ts_stack_halt(Stack *);\nvoid ts_stack_halted(void);\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("stack.c"), "void renamed(Stack *s) {}\n").unwrap();
+        std::fs::write(root.join("notes.md"), "ts_stack_halt\n").unwrap();
+        let spec = crate::servers::builtin()
+            .into_iter()
+            .find(|s| s.name == "clangd")
+            .unwrap();
+        let (listed, total) = remaining_uses(&spec, root, "ts_stack_halt", 10);
+        assert_eq!(total, 1);
+        assert_eq!(listed[0].0, root.join("stack.h"));
+        assert_eq!(listed[0].1, 1);
     }
 }

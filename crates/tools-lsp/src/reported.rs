@@ -2,12 +2,19 @@
 //! diagnostics on write (LSP-6) that decides what is new.
 //!
 //! A diagnostic is keyed by severity, code and message — deliberately not by position, so one
-//! that only moved down four lines is not new. Keys are per file. Each fresh publish replaces
-//! the file's set, so a key the publish no longer contains is forgotten, and an error that is
-//! fixed and later comes back is reported again.
+//! that only moved down four lines is not new. Keys are per file, and each key has a *count*
+//! (SPEC section 10): a signature change that breaks 25 calls in one file raises one key's
+//! count by 25, and a second error with the message of an existing one raises it by one.
+//! Which occurrences are the new ones is a best effort: the lines of the key before the write
+//! are carried to the new text through the write's own line diff, and occurrences at lines
+//! that did not have the key before are the ones listed.
+//!
+//! Each fresh publish replaces the file's counts, so a key the publish no longer contains is
+//! forgotten, and an error that is fixed and later comes back is reported again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_lsp::lsp_types::{Diagnostic, NumberOrString};
 
@@ -36,10 +43,38 @@ impl Key {
     }
 }
 
-/// Diagnostic keys per file, for one run.
+/// One file's diagnostics as last taken: each key with the 0-based lines it occurs on (one
+/// entry per occurrence), and the text those lines are lines of.
+#[derive(Debug, Default)]
+struct FileEntry {
+    keys: HashMap<Key, Vec<u32>>,
+    text: Option<Arc<str>>,
+}
+
+impl FileEntry {
+    fn of(diagnostics: &[Diagnostic], text: Option<Arc<str>>) -> Self {
+        let mut keys: HashMap<Key, Vec<u32>> = HashMap::new();
+        for diagnostic in diagnostics {
+            keys.entry(Key::of(diagnostic))
+                .or_default()
+                .push(diagnostic.range.start.line);
+        }
+        FileEntry { keys, text }
+    }
+}
+
+/// What a fresh publish introduced in one file.
+#[derive(Debug)]
+pub(crate) struct Introduced<'a> {
+    /// The new occurrences, in publish order: for each key whose count rose, as many as it
+    /// rose by, those at lines that did not have the key before first.
+    pub(crate) diagnostics: Vec<&'a Diagnostic>,
+}
+
+/// Diagnostic keys and their counts per file, for one run.
 #[derive(Debug, Default)]
 pub(crate) struct Reported {
-    files: HashMap<PathBuf, HashSet<Key>>,
+    files: HashMap<PathBuf, FileEntry>,
 }
 
 impl Reported {
@@ -53,35 +88,109 @@ impl Reported {
         self.files.remove(path);
     }
 
-    /// Records what a file had before the first write the run watches, so diagnostics that
-    /// were there already are never reported as introduced. Does nothing once the file has an
-    /// entry.
-    pub(crate) fn baseline(&mut self, path: &Path, diagnostics: &[Diagnostic]) {
+    /// Records what a file had before the first write the run watches (with the text it had
+    /// then, when known), so diagnostics that were there already are never reported as
+    /// introduced. Does nothing once the file has an entry.
+    pub(crate) fn baseline(
+        &mut self,
+        path: &Path,
+        diagnostics: &[Diagnostic],
+        text: Option<Arc<str>>,
+    ) {
         self.files
             .entry(path.to_path_buf())
-            .or_insert_with(|| diagnostics.iter().map(Key::of).collect());
+            .or_insert_with(|| FileEntry::of(diagnostics, text));
     }
 
-    /// Takes a fresh publish for `path`: returns the diagnostics whose key was not there
-    /// before (one per key, in publish order) and makes this publish the file's new set.
+    /// Takes a fresh publish for `path` about `text`: returns what it introduced and makes
+    /// it the file's new state.
     pub(crate) fn introduced<'a>(
         &mut self,
         path: &Path,
         diagnostics: &'a [Diagnostic],
-    ) -> Vec<&'a Diagnostic> {
+        text: Option<Arc<str>>,
+    ) -> Introduced<'a> {
         let before = self.files.remove(path).unwrap_or_default();
-        let mut now = HashSet::new();
-        let mut new = Vec::new();
-        for diagnostic in diagnostics {
+        let carried = match (&before.text, &text) {
+            (Some(old), Some(new)) => Some(line_map(old, new)),
+            _ => None,
+        };
+        // Group this publish's occurrences by key, keeping publish order.
+        let mut order: Vec<Key> = Vec::new();
+        let mut now: HashMap<Key, Vec<usize>> = HashMap::new();
+        for (index, diagnostic) in diagnostics.iter().enumerate() {
             let key = Key::of(diagnostic);
-            if !before.contains(&key) && !now.contains(&key) {
-                new.push(diagnostic);
+            let occurrences = now.entry(key.clone()).or_default();
+            if occurrences.is_empty() {
+                order.push(key);
             }
-            now.insert(key);
+            occurrences.push(index);
         }
-        self.files.insert(path.to_path_buf(), now);
-        new
+        let mut new_indices: Vec<usize> = Vec::new();
+        for key in &order {
+            let occurrences = &now[key];
+            let old_lines = before.keys.get(key).map(Vec::as_slice).unwrap_or_default();
+            let rise = occurrences.len().saturating_sub(old_lines.len());
+            if rise == 0 {
+                continue;
+            }
+            // The key's old lines, carried to the new text where they survived the write.
+            let mut expected: Vec<Option<u32>> = old_lines
+                .iter()
+                .map(|&line| match &carried {
+                    Some(map) => map.get(line as usize).copied().flatten(),
+                    None => Some(line),
+                })
+                .collect();
+            let mut fresh = Vec::new();
+            let mut matched = Vec::new();
+            for &index in occurrences {
+                let line = diagnostics[index].range.start.line;
+                match expected.iter().position(|&old| old == Some(line)) {
+                    Some(found) => {
+                        expected.swap_remove(found);
+                        matched.push(index);
+                    }
+                    None => fresh.push(index),
+                }
+            }
+            // Occurrences at new lines first; if fewer than the rise (two at one line), the
+            // rest from the others, so the number listed is the number introduced.
+            fresh.extend(matched);
+            fresh.truncate(rise);
+            new_indices.extend(fresh);
+        }
+        new_indices.sort_unstable();
+        self.files
+            .insert(path.to_path_buf(), FileEntry::of(diagnostics, text));
+        Introduced {
+            diagnostics: new_indices.into_iter().map(|i| &diagnostics[i]).collect(),
+        }
     }
+}
+
+/// For each 0-based line of `old`, the line it became in `new`, when it is unchanged there.
+fn line_map(old: &str, new: &str) -> Vec<Option<u32>> {
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .timeout(std::time::Duration::from_millis(50))
+        .diff_lines(old, new);
+    let mut map = vec![None; old.lines().count() + 1];
+    for op in diff.ops() {
+        if let similar::DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } = *op
+        {
+            for offset in 0..len {
+                if let Some(slot) = map.get_mut(old_index + offset) {
+                    *slot = u32::try_from(new_index + offset).ok();
+                }
+            }
+        }
+    }
+    map
 }
 
 #[cfg(test)]
@@ -100,8 +209,29 @@ mod tests {
         }
     }
 
-    fn messages(found: Vec<&Diagnostic>) -> Vec<&str> {
-        found.into_iter().map(|d| d.message.as_str()).collect()
+    fn lines_of(found: Introduced<'_>) -> Vec<u32> {
+        found
+            .diagnostics
+            .into_iter()
+            .map(|d| d.range.start.line + 1)
+            .collect()
+    }
+
+    fn messages(found: Introduced<'_>) -> Vec<&str> {
+        found
+            .diagnostics
+            .into_iter()
+            .map(|d| d.message.as_str())
+            .collect()
+    }
+
+    fn text(lines: usize) -> Option<Arc<str>> {
+        Some(
+            (0..lines)
+                .map(|n| format!("line {n}\n"))
+                .collect::<String>()
+                .into(),
+        )
     }
 
     #[test]
@@ -110,15 +240,21 @@ mod tests {
         let path = Path::new("src/lib.rs");
         let first = [error(3, "E0308", "mismatched types")];
         assert_eq!(
-            messages(reported.introduced(path, &first)),
+            messages(reported.introduced(path, &first, None)),
             ["mismatched types"]
         );
         // An unrelated edit: the same error again.
-        assert!(reported.introduced(path, &first).is_empty());
+        assert!(
+            reported
+                .introduced(path, &first, None)
+                .diagnostics
+                .is_empty()
+        );
         // Four lines inserted above it: same key, new position.
         assert!(
             reported
-                .introduced(path, &[error(7, "E0308", "mismatched types")])
+                .introduced(path, &[error(7, "E0308", "mismatched types")], None)
+                .diagnostics
                 .is_empty()
         );
     }
@@ -128,10 +264,13 @@ mod tests {
         let mut reported = Reported::default();
         let path = Path::new("src/lib.rs");
         let broken = [error(3, "E0308", "mismatched types")];
-        assert_eq!(reported.introduced(path, &broken).len(), 1);
-        assert!(reported.introduced(path, &[]).is_empty());
         assert_eq!(
-            messages(reported.introduced(path, &broken)),
+            reported.introduced(path, &broken, None).diagnostics.len(),
+            1
+        );
+        assert!(reported.introduced(path, &[], None).diagnostics.is_empty());
+        assert_eq!(
+            messages(reported.introduced(path, &broken, None)),
             ["mismatched types"]
         );
     }
@@ -140,8 +279,20 @@ mod tests {
     fn lsp_7_the_registry_is_per_file() {
         let mut reported = Reported::default();
         let same = [error(1, "E0425", "cannot find value `x`")];
-        assert_eq!(reported.introduced(Path::new("a.rs"), &same).len(), 1);
-        assert_eq!(reported.introduced(Path::new("b.rs"), &same).len(), 1);
+        assert_eq!(
+            reported
+                .introduced(Path::new("a.rs"), &same, None)
+                .diagnostics
+                .len(),
+            1
+        );
+        assert_eq!(
+            reported
+                .introduced(Path::new("b.rs"), &same, None)
+                .diagnostics
+                .len(),
+            1
+        );
     }
 
     #[test]
@@ -149,7 +300,7 @@ mod tests {
         let mut reported = Reported::default();
         let path = Path::new("app.py");
         let old = error(2, "reportUndefinedVariable", "\"y\" is not defined");
-        reported.baseline(path, std::slice::from_ref(&old));
+        reported.baseline(path, std::slice::from_ref(&old), None);
         let new = error(
             9,
             "reportAttributeAccessIssue",
@@ -157,26 +308,102 @@ mod tests {
         );
         let after = [old.clone(), new];
         assert_eq!(
-            messages(reported.introduced(path, &after)),
+            messages(reported.introduced(path, &after, None)),
             ["Cannot access attribute \"z\""]
         );
         // A baseline after the first write changes nothing.
-        reported.baseline(path, &[]);
-        assert!(reported.introduced(path, &after).is_empty());
+        reported.baseline(path, &[], None);
+        assert!(
+            reported
+                .introduced(path, &after, None)
+                .diagnostics
+                .is_empty()
+        );
     }
 
     #[test]
     fn lsp_7_severity_and_code_are_part_of_the_key() {
         let mut reported = Reported::default();
         let path = Path::new("a.rs");
-        reported.introduced(path, &[error(1, "E1", "m")]);
+        reported.introduced(path, &[error(1, "E1", "m")], None);
         let mut warning = error(1, "E1", "m");
         warning.severity = Some(DiagnosticSeverity::WARNING);
         assert_eq!(
             reported
-                .introduced(path, &[warning, error(1, "E2", "m")])
+                .introduced(path, &[warning, error(1, "E2", "m")], None)
+                .diagnostics
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn lsp_7_counts_every_call_a_signature_change_broke() {
+        // 25 calls of one function, all broken by one change: one key, 25 occurrences.
+        let mut reported = Reported::default();
+        let path = Path::new("src/lib.rs");
+        reported.baseline(path, &[], text(40));
+        let broken: Vec<Diagnostic> = (10..35)
+            .map(|line| {
+                error(
+                    line,
+                    "E0061",
+                    "this function takes 2 arguments but 1 argument was supplied",
+                )
+            })
+            .collect();
+        assert_eq!(
+            reported
+                .introduced(path, &broken, text(40))
+                .diagnostics
+                .len(),
+            25
+        );
+    }
+
+    #[test]
+    fn lsp_7_a_second_error_with_an_existing_message_is_new_and_located() {
+        let mut reported = Reported::default();
+        let path = Path::new("src/lib.rs");
+        let old = error(2, "E0308", "mismatched types");
+        reported.baseline(path, std::slice::from_ref(&old), text(10));
+        // Three lines inserted at the top move the old error to line 6 (1-based); the new one
+        // is at line 9.
+        let new_text: Arc<str> = format!("a\nb\nc\n{}", &*text(10).unwrap()).into();
+        let after = [
+            error(5, "E0308", "mismatched types"),
+            error(8, "E0308", "mismatched types"),
+        ];
+        assert_eq!(
+            lines_of(reported.introduced(path, &after, Some(new_text))),
+            [9]
+        );
+    }
+
+    #[test]
+    fn lsp_7_fixing_one_of_two_reports_nothing_and_bringing_it_back_reports_it() {
+        let mut reported = Reported::default();
+        let path = Path::new("src/lib.rs");
+        let two = [
+            error(2, "E0308", "mismatched types"),
+            error(6, "E0308", "mismatched types"),
+        ];
+        reported.baseline(path, &two, text(10));
+        let one = [error(2, "E0308", "mismatched types")];
+        assert!(
+            reported
+                .introduced(path, &one, text(10))
+                .diagnostics
+                .is_empty()
+        );
+        assert_eq!(lines_of(reported.introduced(path, &two, text(10))), [7]);
+    }
+
+    #[test]
+    fn lines_unchanged_by_a_write_are_carried_to_their_new_place() {
+        let map = line_map("a\nb\nc\n", "x\na\nc\n");
+        assert_eq!(map[0], Some(1));
+        assert_eq!(map[1], None);
+        assert_eq!(map[2], Some(2));
     }
 }

@@ -64,6 +64,10 @@ const UNSCANNED_DIRS: &[&str] = &[
     "build",
 ];
 
+/// How many earlier versions of an open document's text are kept (to know what text a
+/// server's publish for an older version was about).
+const EARLIER_VERSIONS: usize = 8;
+
 /// The source files of a root as last seen on disk, for servers that do not watch files.
 #[derive(Default)]
 struct DiskSnapshot {
@@ -89,6 +93,8 @@ struct OpenDocument {
     version: i32,
     text: Arc<str>,
     stamp: Option<(SystemTime, u64)>,
+    /// The texts of the last few versions before this one, newest last.
+    earlier: Vec<(i32, Arc<str>)>,
 }
 
 /// The text of a synced file.
@@ -567,6 +573,10 @@ impl Session {
                 })
             }
             Some(open) => {
+                if open.earlier.len() == EARLIER_VERSIONS {
+                    open.earlier.remove(0);
+                }
+                open.earlier.push((open.version, Arc::clone(&open.text)));
                 open.version += 1;
                 open.text = Arc::clone(&text);
                 open.stamp = stamp;
@@ -606,6 +616,7 @@ impl Session {
                         version: 0,
                         text: Arc::clone(&text),
                         stamp,
+                        earlier: Vec::new(),
                     },
                 );
                 Ok(Synced {
@@ -616,6 +627,24 @@ impl Session {
                 })
             }
         }
+    }
+
+    /// The text an open document had at `version`, when it is recent enough to be known.
+    pub(crate) async fn text_at(&self, path: &Path, version: i32) -> Option<Arc<str>> {
+        let documents = self.documents.lock().await;
+        let open = documents.get(path)?;
+        if open.version == version {
+            return Some(Arc::clone(&open.text));
+        }
+        open.earlier
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map(|(_, text)| Arc::clone(text))
+    }
+
+    /// The paths of the documents the server has open.
+    pub(crate) async fn open_paths(&self) -> Vec<PathBuf> {
+        self.documents.lock().await.keys().cloned().collect()
     }
 
     /// Tells the server the file was saved (rust-analyzer starts its `cargo check` on save).

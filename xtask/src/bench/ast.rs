@@ -150,7 +150,10 @@ pub(crate) fn run() -> anyhow::Result<()> {
 type Matches = BTreeSet<(PathBuf, usize, usize)>;
 
 fn measure_ours(case: &Case, dir: &Path) -> anyhow::Result<(Matches, Duration)> {
-    let options = SearchOptions { threads: 1 };
+    let options = SearchOptions {
+        threads: 1,
+        ..SearchOptions::default()
+    };
     let mut spans = Vec::new();
     let before = self_cpu()?;
     for _ in 0..RUNS {

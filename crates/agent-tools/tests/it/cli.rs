@@ -61,10 +61,19 @@ fn ask_5_call_without_a_terminal_has_no_human_and_fails_at_once() {
         root,
     ]);
     assert_eq!(write.status.code(), Some(1));
+    let stderr = String::from_utf8(write.stderr).unwrap();
     assert!(
-        String::from_utf8(write.stderr)
-            .unwrap()
-            .contains("no approver is connected (standard input is not a terminal)")
+        stderr.contains("no approver is connected (standard input is not a terminal)"),
+        "{stderr}"
+    );
+    // A person at a shell is told the flag that lets the write through.
+    assert!(
+        stderr.ends_with(
+            "agent-tools: nobody can approve this call here (standard input is not a terminal). \
+             To run write and exec tools without asking, add `--approval allow` (or set \
+             `approval = \"allow\"` in agent-tools.toml).\n"
+        ),
+        "{stderr}"
     );
     let allowed = agent_tools(&[
         "call",
@@ -91,6 +100,18 @@ fn prod_3_tools_lists_names_tiers_and_schemas() {
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
     assert_eq!(names, ["ask_user", "ast_grep", "lsp", "read"]);
+    // Each line is a whole first sentence, never cut where the doc comment wraps.
+    for line in listing.lines() {
+        assert!(line.ends_with('.'), "{line}");
+    }
+    assert!(
+        listing.contains(
+            "Ask the project's language server about code: where a symbol is defined, its \
+             type, its implementations and uses, its signature and docs, a file's outline, a \
+             workspace symbol search, the quick fixes on offer, and errors and warnings."
+        ),
+        "{listing}"
+    );
     let json = agent_tools(&["tools", "--json"]);
     let specs: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let write = specs

@@ -238,7 +238,8 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
         .await;
     assert_eq!(
         text(&renamed),
-        "Renamed `add` to `plus`: 3 edits in 1 file:\n  src/lib.rs: 3 edits"
+        "Renamed `add` to `plus`: 3 edits in 1 file:\n  src/lib.rs: 3 edits\n\n\
+         rust-analyzer checked src/lib.rs: no errors."
     );
     assert!(
         std::fs::read_to_string(root.join("src/lib.rs"))
@@ -368,7 +369,9 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
         .await;
     assert_eq!(
         text(&renamed),
-        "Renamed `add` to `plus`: 3 edits in 2 files:\n  pkg/main.py: 2 edits\n  pkg/shapes.py: 1 edit"
+        "Renamed `add` to `plus`: 3 edits in 2 files:\n  pkg/main.py: 2 edits\n  pkg/shapes.py: 1 edit\n\n\
+         basedpyright checked pkg/shapes.py: no errors.\n\
+         pkg/main.py still has 1 error, none new."
     );
     let reload = lsp(&server, json!({"operation": "reload"})).await;
     assert!(

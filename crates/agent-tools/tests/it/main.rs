@@ -12,4 +12,5 @@ mod lsp;
 mod mcp;
 mod on_write;
 mod support;
+mod truth;
 mod writes;

@@ -13,7 +13,7 @@ use crate::support::{Server, is_error, text};
 
 /// Calls a writing tool, which must succeed; returns its text and its `diagnostics` object
 /// (null when no server covered the files).
-async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, Value) {
+pub(crate) async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, Value) {
     let result = server.call(tool, arguments.clone()).await;
     let shown = text(&result);
     assert!(!is_error(&result), "{tool} {arguments} failed: {shown}");
@@ -25,7 +25,7 @@ async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, V
 }
 
 /// `edit` replacing `old` with `new` in `path`.
-async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (String, Value) {
+pub(crate) async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (String, Value) {
     write_call(
         server,
         "edit",
@@ -35,7 +35,7 @@ async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (String, Val
 }
 
 /// The `path:LINE` of each introduced diagnostic.
-fn introduced(diagnostics: &Value) -> Vec<String> {
+pub(crate) fn introduced(diagnostics: &Value) -> Vec<String> {
     diagnostics["introduced"]
         .as_array()
         .unwrap_or_else(|| panic!("no `introduced` list in {diagnostics}"))
@@ -45,7 +45,7 @@ fn introduced(diagnostics: &Value) -> Vec<String> {
 }
 
 /// The checked file's error count after the write, which must have settled.
-fn errors_now(diagnostics: &Value, path: &str) -> u64 {
+pub(crate) fn errors_now(diagnostics: &Value, path: &str) -> u64 {
     let file = diagnostics["files"]
         .as_array()
         .unwrap()
@@ -60,7 +60,7 @@ fn errors_now(diagnostics: &Value, path: &str) -> u64 {
 }
 
 /// The fixture config, with a wait long enough for a cold server on a small CI machine.
-fn on_write_config(root: &Path) -> String {
+pub(crate) fn on_write_config(root: &Path) -> String {
     format!("{}\n[lsp.on_write]\ntimeout_seconds = 180\n", config(root))
 }
 
@@ -277,8 +277,9 @@ async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
 
 #[tokio::test]
 async fn lsp_6_files_no_usable_server_covers_cost_nothing() {
-    // A Python file with no project marker, and a server whose binary does not exist: no
-    // server starts, nothing is waited for, and the write's answer is all there is.
+    // A Python file with no project marker adds nothing: no server would ever cover it.
+    // A server whose binary does not exist would cover `.fake` files: no server starts and
+    // nothing is waited for, but the result says the file was not checked, and why.
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     write_files(
@@ -293,15 +294,31 @@ async fn lsp_6_files_no_usable_server_covers_cost_nothing() {
         ],
     );
     let server = start(&root).await;
-    for (path, content) in [
-        ("loose.py", "x: int = \"not an int\"\n"),
-        ("code.fake", "anything\n"),
-        ("code.fake", "again\n"),
-    ] {
-        let (shown, diagnostics) =
-            write_call(&server, "write", json!({"path": path, "content": content})).await;
-        assert_eq!(diagnostics, Value::Null, "{shown}");
-        assert_eq!(shown.lines().count(), 1, "{shown}");
+    let (shown, diagnostics) = write_call(
+        &server,
+        "write",
+        json!({"path": "loose.py", "content": "x: int = \"not an int\"\n"}),
+    )
+    .await;
+    assert_eq!(diagnostics, Value::Null, "{shown}");
+    assert_eq!(shown.lines().count(), 1, "{shown}");
+    for content in ["anything\n", "again\n"] {
+        let started = std::time::Instant::now();
+        let (shown, diagnostics) = write_call(
+            &server,
+            "write",
+            json!({"path": "code.fake", "content": content}),
+        )
+        .await;
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(
+            shown.ends_with(
+                "\n\nNot checked: code.fake (fake is not installed here; `lsp` with operation \
+                 `status` says where it was looked for)."
+            ),
+            "{shown}"
+        );
+        assert_eq!(diagnostics["files"][0]["settled"], false, "{diagnostics}");
     }
     // Why is for `lsp status` to say, once.
     let status = server.call("lsp", json!({"operation": "status"})).await;
@@ -333,15 +350,15 @@ async fn lsp_6_a_write_that_cannot_settle_says_so() {
     .await;
     assert!(shown.starts_with("Created main.py"), "{shown}");
     assert!(
-        shown.contains("\nNote: basedpyright was still starting after 0s")
-            || shown.contains("\nNote: basedpyright had not finished checking main.py after 0s"),
+        shown.contains("\n\nNot checked: main.py (basedpyright was still starting after 0s;")
+            || shown.contains(
+                "\n\nNot checked: main.py (basedpyright had not finished checking it after 0s;"
+            ),
         "{shown}"
     );
-    assert_eq!(
-        diagnostics["notes"].as_array().unwrap().len(),
-        1,
-        "{diagnostics}"
-    );
+    let file = &diagnostics["files"][0];
+    assert_eq!(file["settled"], false, "{diagnostics}");
+    assert!(file["unchecked"].is_string(), "{diagnostics}");
     assert!(
         std::fs::read_to_string(root.join("main.py"))
             .unwrap()

@@ -275,7 +275,41 @@ async fn ast_3_matches_are_sorted_and_capped_with_the_total() {
         ),
         (Some(6), Some(true))
     );
-    assert!(result.text.contains("Showing the first 4 of 6, sorted by path and line; narrow `path` or raise `max_results` for the rest."));
+    assert!(result.text.contains("Showing the first 4 of 6, sorted by path and line; narrow `path` or raise `max_results` (up to 1000) for the rest."));
+}
+
+#[tokio::test]
+async fn ast_3_max_results_is_bounded_and_rows_stop_at_the_output_limit() {
+    // 1,500 matches on long lines: at most 1,000 are asked for, and the rows stop where the
+    // text would pass the output limit, while every match is still counted.
+    let long = "x".repeat(180);
+    let mut text = String::new();
+    for n in 0..1500 {
+        text.push_str(&format!("f({n}, \"{long}\")\n"));
+    }
+    let fx = fixture(&format!("//- /many.py\n{text}"));
+    let result = fx
+        .grep(json!({"pattern": "f($X, $Y)", "language": "python", "max_results": 1_000_000}))
+        .await;
+    let structured = result.structured.as_ref().unwrap();
+    assert_eq!(structured["total"].as_u64(), Some(1500));
+    let listed = structured["matches"].as_array().unwrap().len();
+    assert!(listed < 1000, "{listed} rows listed");
+    assert!(
+        result
+            .text
+            .contains("`max_results` is at most 1000; listing up to 1000."),
+        "{}",
+        &result.text[..300]
+    );
+    assert!(
+        result.text.contains(&format!(
+            "Stopped listing after {listed} matches: more would pass the output limit. All 1500 were counted"
+        )),
+        "{}",
+        &result.text[result.text.len() - 300..]
+    );
+    assert!(!result.text.contains("[output cut"));
 }
 
 #[tokio::test]

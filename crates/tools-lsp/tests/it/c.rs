@@ -92,7 +92,10 @@ fn lsp_5_c_references_list_every_use_in_the_file() {
             "3 references to `add` (main.c:5):\n\
              main.c:5: static int add(int left, int right) {\n\
              main.c:11: int total = add(1, 2);\n\
-             main.c:12: total = add(total, 3);"
+             main.c:12: total = add(total, 3);\n\
+             clangd has no compile_commands.json here, so it knows only the files opened in \
+             this run: uses in other files may be missing (generate one, e.g. with \
+             `cmake -DCMAKE_EXPORT_COMPILE_COMMANDS=ON` or `bear -- make`)"
         );
     });
 }

@@ -252,14 +252,36 @@ fn lsp_5_the_project_checker_is_capped_with_counts_per_file() {
             lines[0].ends_with("(root .): 0 errors and 150 warnings"),
             "{text}"
         );
-        assert_eq!(lines[1], "fake.toml:1: warning: w120");
-        assert_eq!(lines[2], "fake.toml:1: warning: w121");
-        assert_eq!(lines[31], "src/main.fake:1: warning: w0");
-        assert_eq!(lines[32], "    let s = \"é𝄞\"; call(s);");
+        assert_eq!(lines[1], "Per file: src/main.fake: 120, fake.toml: 30.");
+        assert_eq!(lines[2], "fake.toml:1: warning: w120");
+        assert_eq!(lines[3], "fake.toml:1: warning: w121");
+        assert_eq!(lines[32], "src/main.fake:1: warning: w0");
+        assert_eq!(lines[33], "    let s = \"é𝄞\"; call(s);");
         assert_eq!(
             lines.last().copied(),
-            Some("(capped: showing 100 of 150; per file: fake.toml: 30, src/main.fake: 120)")
+            Some(
+                "(showing 100 of 150, spread across files; pass `offset` to page through all \
+                 of them in path order, `max_results` (up to 1000) for more per page)"
+            )
         );
         assert_eq!(result.structured.unwrap()["total"], 150);
+
+        // A folder prefix and a severity keep what matters; `offset` pages on.
+        let filtered = fx
+            .lsp(json!({"operation": "diagnostics", "file": "src/*", "severity": "warning", "max_results": 5, "offset": 115}))
+            .await;
+        let text = ok(&filtered);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "Listing 120 warnings under src/:");
+        assert_eq!(lines[2], "src/main.fake:1: warning: w115");
+        assert_eq!(lines.last().copied(), Some("(showing 116 to 120 of 120)"));
+        let errors = fx
+            .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
+            .await;
+        assert!(
+            ok(&errors).ends_with("Listing 0 errors in the project:"),
+            "{}",
+            errors.text
+        );
     });
 }

@@ -147,10 +147,14 @@ fn lsp_5_python_references_are_capped_at_50_with_the_total() {
         assert_eq!(lines[0], "64 references to `add` (app/shapes.py:21):");
         assert_eq!(
             lines[1],
+            "Per file: app/uses.py: 61, app/main.py: 2, app/shapes.py: 1."
+        );
+        assert_eq!(
+            lines[2],
             "app/main.py:1: from app.shapes import Shape, add, unit_circle"
         );
-        assert_eq!(lines.len(), 1 + 50 + 1);
-        assert_eq!(lines[51], "(capped: showing 50 of 64)");
+        assert_eq!(lines.len(), 2 + 50 + 1);
+        assert!(lines[52].starts_with("(showing 50 of 64, spread across files;"));
         assert_eq!(result.structured.unwrap()["total"], 64);
     });
 }
@@ -223,7 +227,9 @@ fn lsp_5_python_code_actions_offer_the_quick_fix() {
         assert_eq!(
             ok(&result),
             "1 code action at `os` (app/broken.py:1):\n\
-             1. Add `# pyright: ignore[reportUnusedImport]` (quickfix)"
+             1. Add `# pyright: ignore[reportUnusedImport]` (quickfix)\n\
+             Apply one with the `lsp_code_action` tool: the same file, line and symbol, and its \
+             title."
         );
     });
 }
@@ -362,7 +368,8 @@ fn lsp_8_python_rename_changes_every_file_and_the_server_sees_it() {
             .await;
         assert_eq!(
             ok(&result),
-            "Renamed `add` to `plus`: 64 edits in 3 files:\n  app/main.py: 2 edits\n  app/shapes.py: 1 edit\n  app/uses.py: 61 edits"
+            "Renamed `add` to `plus`: 64 edits in 3 files:\n  app/main.py: 2 edits\n  app/shapes.py: 1 edit\n  app/uses.py: 61 edits\n\n\
+             basedpyright checked app/main.py, app/shapes.py, app/uses.py: no errors."
         );
         assert!(
             fx.file("app/main.py")

@@ -177,16 +177,34 @@ fn lsp_5_rust_references_are_capped_at_50_with_the_total() {
         let text = ok(&result);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "61 references to `add` (src/lib.rs:10):");
+        // The cap does not hide the point: every file's count first, then a page that
+        // reaches every file.
+        assert_eq!(lines[1], "Per file: src/uses.rs: 60, src/lib.rs: 1.");
         assert_eq!(
-            lines[1],
+            lines[2],
             "src/lib.rs:10: pub fn add(left: u32, right: u32) -> u32 {"
         );
-        assert_eq!(lines[2], "src/uses.rs:3: sum += crate::add(0, 1);");
-        assert_eq!(lines.len(), 1 + 50 + 1);
-        assert_eq!(lines[51], "(capped: showing 50 of 61)");
+        assert_eq!(lines[3], "src/uses.rs:3: sum += crate::add(0, 1);");
+        assert_eq!(lines.len(), 2 + 50 + 1);
+        assert_eq!(
+            lines[52],
+            "(showing 50 of 61, spread across files; pass `offset` to page through all of them \
+             in path order, `max_results` (up to 1000) for more per page)"
+        );
         let structured = result.structured.unwrap();
         assert_eq!(structured["total"], 61);
         assert_eq!(structured["locations"].as_array().unwrap().len(), 50);
+        // The next page, in path order.
+        let next = fx
+            .lsp(json!({"operation": "references", "file": "src/lib.rs", "line": 10, "symbol": "add", "offset": 50, "max_results": 20}))
+            .await;
+        let next = ok(&next);
+        assert!(next.ends_with("(showing 51 to 61 of 61)"), "{next}");
+        assert_eq!(
+            next.lines().filter(|l| l.starts_with("src/")).count(),
+            11,
+            "{next}"
+        );
     });
 }
 
@@ -451,7 +469,8 @@ fn lsp_8_rust_rename_changes_every_file_and_the_server_sees_it() {
             .await;
         assert_eq!(
             ok(&result),
-            "Renamed `add` to `sum_two`: 61 edits in 2 files:\n  src/lib.rs: 1 edit\n  src/uses.rs: 60 edits"
+            "Renamed `add` to `sum_two`: 61 edits in 2 files:\n  src/lib.rs: 1 edit\n  src/uses.rs: 60 edits\n\n\
+             rust-analyzer checked src/lib.rs, src/uses.rs: no errors."
         );
         assert!(
             fx.file("src/lib.rs")
@@ -523,7 +542,7 @@ fn lsp_5_rust_files_changed_on_disk_are_resynced_before_a_request() {
         let moved_text = ok(&moved);
         assert!(
             moved_text
-                .starts_with("62 references to `add` (src/lib.rs:12):\nsrc/lib.rs:12: pub fn add("),
+                .starts_with("62 references to `add` (src/lib.rs:12):\nPer file: src/uses.rs: 60, src/lib.rs: 2.\nsrc/lib.rs:12: pub fn add("),
             "{moved_text}"
         );
         assert!(

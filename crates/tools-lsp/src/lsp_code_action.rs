@@ -1,0 +1,279 @@
+//! `lsp_code_action`: applies one of the code actions `lsp` lists (`code_actions`), by its
+//! title — write tier, like `lsp_rename`, with the same all-or-nothing apply
+//! ([`crate::apply::apply_edit`]) and diagnostics on write around it.
+
+use async_lsp::lsp_types::request::CodeActionResolveRequest;
+use async_lsp::lsp_types::{CodeAction, CodeActionOrCommand, CodeActionProviderCapability};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace, Writes};
+
+use crate::apply::{RenamedFile, apply_edit};
+use crate::lsp::actions_at;
+use crate::render::plural;
+use crate::supervisor::LspSupervisor;
+
+/// Apply a code action the project's language server offers — a quick fix for an error
+/// (add a missing import, fill in match arms, remove an unused variable) or a refactoring —
+/// by its title, as `lsp` with operation `code_actions` lists them at the same place.
+///
+/// Point at the code with a 1-based `line` and the `symbol` text on that line, as for `lsp`,
+/// and give the action's `title` (the whole title, or a part of it that only one action's
+/// title contains). Every file the action changes is written, or none. The result lists each
+/// changed file with its number of edits, then the errors the change introduced.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspCodeActionInput {
+    /// The file, relative to the workspace root.
+    pub file: String,
+    /// The 1-based line of `symbol` in `file`.
+    pub line: u32,
+    /// The identifier on that line the action is for, copied from the line.
+    pub symbol: String,
+    /// The action's title as `code_actions` lists it, or a part only one title contains.
+    pub title: String,
+    /// Which occurrence of `symbol` on the line, when it occurs more than once (1-based;
+    /// default 1).
+    #[serde(default)]
+    pub occurrence: Option<u32>,
+}
+
+/// What the action changed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LspCodeActionOutput {
+    /// The title of the action applied.
+    pub title: String,
+    /// Every file changed, workspace-relative.
+    pub files: Vec<RenamedFile>,
+    /// Edits over all files.
+    pub total_edits: usize,
+    /// What the project's language servers found in the written files (diagnostics on write,
+    /// LSP-6); present only when a server covers one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<tools_core::WriteDiagnostics>,
+}
+
+/// The `lsp_code_action` tool, bound to the run's supervisor.
+pub struct LspCodeAction {
+    supervisor: LspSupervisor,
+}
+
+impl LspCodeAction {
+    /// `lsp_code_action` over `supervisor`.
+    pub fn new(supervisor: LspSupervisor) -> Self {
+        LspCodeAction { supervisor }
+    }
+}
+
+impl Tool for LspCodeAction {
+    type Input = LspCodeActionInput;
+    type Output = LspCodeActionOutput;
+    const NAME: &'static str = "lsp_code_action";
+    const TIER: Tier = Tier::Write;
+    const WRITES_FILES: bool = true;
+
+    /// The file it is asked about; an action may change others too (an import added).
+    fn writes(&self, input: &LspCodeActionInput, workspace: &Workspace) -> Writes {
+        Writes {
+            files: workspace.resolve(&input.file).into_iter().collect(),
+            more: true,
+        }
+    }
+
+    async fn call(
+        &self,
+        context: CallContext,
+        input: LspCodeActionInput,
+    ) -> Result<ToolOutput<LspCodeActionOutput>, ToolError> {
+        let workspace = context.workspace();
+        let wanted = input.title.trim();
+        if wanted.is_empty() {
+            return Err(ToolError::failed(
+                "`title` is empty: give the title of an action `lsp` with operation \
+                 `code_actions` lists",
+            ));
+        }
+        let (opened, target, _) = self
+            .supervisor
+            .open_at(
+                workspace,
+                &input.file,
+                input.line,
+                &input.symbol,
+                input.occurrence,
+            )
+            .await?;
+        let session = &opened.session;
+        let server = session.spec.name.clone();
+        let here = format!("{}:{}", opened.shown, target.line + 1);
+        let offered = actions_at(&opened, &target).await?;
+        let titles: Vec<&str> = offered.iter().map(title).collect();
+        let chosen = choose(&titles, wanted).map_err(|problem| {
+            let listed = match titles.is_empty() {
+                true => format!(
+                    "{server} offers no code actions at `{}` ({here})",
+                    target.aimed
+                ),
+                false => format!(
+                    "the actions at `{}` ({here}) are: {}",
+                    target.aimed,
+                    titles
+                        .iter()
+                        .map(|t| format!("\"{t}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            ToolError::failed(format!("{problem}; {listed}"))
+        })?;
+        let mut action = match offered.into_iter().nth(chosen) {
+            Some(CodeActionOrCommand::CodeAction(action)) => action,
+            Some(CodeActionOrCommand::Command(command)) => {
+                return Err(ToolError::failed(format!(
+                    "\"{}\" is a server command (`{}`), not an edit; this tool applies only \
+                     actions that come with their changes, so nothing was changed",
+                    command.title, command.command
+                )));
+            }
+            None => return Err(ToolError::failed("the chosen action vanished")),
+        };
+        if let Some(disabled) = &action.disabled {
+            return Err(ToolError::failed(format!(
+                "{server} offers \"{}\" disabled here: {}; nothing was changed",
+                action.title, disabled.reason
+            )));
+        }
+        if action.edit.is_none() && resolves(session.capabilities.code_action_provider.as_ref()) {
+            action = session
+                .request::<CodeActionResolveRequest>(action)
+                .await
+                .map_err(|error| {
+                    ToolError::failed(format!(
+                        "{server} could not work out the changes of the action: {error}"
+                    ))
+                })?;
+        }
+        let CodeAction {
+            title,
+            edit,
+            command,
+            ..
+        } = action;
+        let Some(edit) = edit else {
+            return Err(ToolError::failed(format!(
+                "\"{title}\" carries no changes{}; this tool applies only actions that come \
+                 with their edit, so nothing was changed",
+                command
+                    .map(|c| format!(" (it runs the server command `{}`)", c.command))
+                    .unwrap_or_default()
+            )));
+        };
+        let applied =
+            apply_edit(session, workspace, edit, &format!("applying \"{title}\"")).await?;
+        let mut text = format!(
+            "Applied \"{title}\" ({server}, at {here}): {} in {}:",
+            plural(applied.total_edits, "edit"),
+            plural(applied.files.len(), "file")
+        );
+        for file in &applied.files {
+            text.push_str(&format!("\n  {}", file.path));
+            if let Some(from) = &file.renamed_from {
+                text.push_str(&format!(" (renamed from {from})"));
+            }
+            match file.deleted {
+                true => text.push_str(" (deleted)"),
+                false => text.push_str(&format!(": {}", plural(file.edits, "edit"))),
+            }
+        }
+        if let Some(command) = command {
+            text.push_str(&format!(
+                "\nThe action also names the server command `{}`, which this tool does not run.",
+                command.command
+            ));
+        }
+        for note in opened
+            .notes
+            .iter()
+            .chain(target.note(&input.symbol).as_ref())
+        {
+            text.push_str(&format!("\n{note}"));
+        }
+        Ok(ToolOutput::new(
+            text,
+            LspCodeActionOutput {
+                title,
+                files: applied.files,
+                total_edits: applied.total_edits,
+                diagnostics: None,
+            },
+        )
+        .touching(applied.touched)
+        .previously(applied.previous))
+    }
+}
+
+fn title(action: &CodeActionOrCommand) -> &str {
+    match action {
+        CodeActionOrCommand::Command(command) => &command.title,
+        CodeActionOrCommand::CodeAction(action) => &action.title,
+    }
+}
+
+/// Whether the server fills in an action's edit when asked (`codeAction/resolve`).
+fn resolves(provider: Option<&CodeActionProviderCapability>) -> bool {
+    matches!(
+        provider,
+        Some(CodeActionProviderCapability::Options(options)) if options.resolve_provider == Some(true)
+    )
+}
+
+/// The index of the action `wanted` names: the title itself, then ignoring case, then the
+/// one title that contains it.
+fn choose(titles: &[&str], wanted: &str) -> Result<usize, String> {
+    if let Some(index) = titles.iter().position(|t| t.trim() == wanted) {
+        return Ok(index);
+    }
+    let lower = wanted.to_lowercase();
+    if let Some(index) = titles.iter().position(|t| t.trim().to_lowercase() == lower) {
+        return Ok(index);
+    }
+    let containing: Vec<usize> = titles
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.to_lowercase().contains(&lower))
+        .map(|(index, _)| index)
+        .collect();
+    match containing.as_slice() {
+        [index] => Ok(*index),
+        [] => Err(format!("no code action is titled \"{wanted}\"")),
+        several => Err(format!(
+            "\"{wanted}\" is part of {} titles; give one whole",
+            several.len()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_is_chosen_by_its_title_or_a_unique_part() {
+        let titles = [
+            "Import `HashMap`",
+            "Import `BTreeMap`",
+            "Remove unused variable",
+        ];
+        assert_eq!(choose(&titles, "Import `HashMap`"), Ok(0));
+        assert_eq!(choose(&titles, "remove unused variable"), Ok(2));
+        assert_eq!(choose(&titles, "BTree"), Ok(1));
+        assert_eq!(
+            choose(&titles, "Import"),
+            Err("\"Import\" is part of 2 titles; give one whole".to_owned())
+        );
+        assert_eq!(
+            choose(&titles, "Inline"),
+            Err("no code action is titled \"Inline\"".to_owned())
+        );
+    }
+}
