@@ -264,7 +264,11 @@ mod tests {
             ]);
         }
         if cfg!(feature = "lsp") {
-            expected.extend([("lsp", "read"), ("lsp_rename", "write")]);
+            expected.extend([
+                ("lsp", "read"),
+                ("lsp_code_action", "write"),
+                ("lsp_rename", "write"),
+            ]);
         }
         expected.sort();
         assert_eq!(tiers, expected);
@@ -283,7 +287,15 @@ mod tests {
         let bound = RunBuilder::new(workspace).with_lsp(supervisor).registry();
         assert_eq!(
             names(&bound),
-            ["apply_patch", "edit", "lsp", "lsp_rename", "read", "write"]
+            [
+                "apply_patch",
+                "edit",
+                "lsp",
+                "lsp_code_action",
+                "lsp_rename",
+                "read",
+                "write"
+            ]
         );
     }
 
