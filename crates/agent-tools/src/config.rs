@@ -33,6 +33,12 @@ pub struct Config {
     /// serves every build.
     #[cfg(not(feature = "lsp"))]
     pub lsp: Option<toml::Table>,
+    /// Background workers (`[vibe]`): the command per tier, limits, the state folder.
+    #[cfg(feature = "vibe")]
+    pub vibe: tools_vibe::VibeConfig,
+    /// A build without the `vibe` feature accepts the table and ignores it.
+    #[cfg(not(feature = "vibe"))]
+    pub vibe: Option<toml::Table>,
 }
 
 /// The `[ask]` table.

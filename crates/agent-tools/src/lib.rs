@@ -33,3 +33,5 @@ pub use tools_ast;
 pub use tools_core;
 #[cfg(feature = "lsp")]
 pub use tools_lsp;
+#[cfg(feature = "vibe")]
+pub use tools_vibe;

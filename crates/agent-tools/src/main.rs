@@ -66,6 +66,12 @@ struct RunArgs {
     /// refused), allow (they run), deny.
     #[arg(long)]
     approval: Option<ApprovalPolicy>,
+    /// Vibe mode: background workers (the `vibe_*` tools), configured under [vibe].
+    #[arg(long)]
+    vibe: bool,
+    /// Where workers' transcripts and results go (default: the platform's state folder).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -77,7 +83,19 @@ impl RunArgs {
         if let Some(path) = path {
             tracing::info!(config = %path.display(), "loaded the config file");
         }
-        let settings = Settings::new(root, &config, self.surface, self.approval)?;
+        #[allow(unused_mut)]
+        let mut settings = Settings::new(root, &config, self.surface, self.approval)?;
+        #[cfg(feature = "vibe")]
+        {
+            settings.vibe.enabled |= self.vibe;
+            if let Some(dir) = &self.state_dir {
+                settings.vibe.state_dir = Some(dir.clone());
+            }
+        }
+        #[cfg(not(feature = "vibe"))]
+        if self.vibe {
+            anyhow::bail!("this build has no vibe feature; rebuild with `--features vibe`");
+        }
         settings.check()?;
         Ok(settings)
     }

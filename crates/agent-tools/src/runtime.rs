@@ -21,6 +21,8 @@ pub struct RunBuilder {
     ast: Option<tools_ast::SearchOptions>,
     #[cfg(feature = "lsp")]
     lsp: Option<tools_lsp::LspSupervisor>,
+    #[cfg(feature = "vibe")]
+    vibe: Option<(tools_vibe::VibeConfig, Surface)>,
 }
 
 impl RunBuilder {
@@ -35,6 +37,8 @@ impl RunBuilder {
             ast: None,
             #[cfg(feature = "lsp")]
             lsp: None,
+            #[cfg(feature = "vibe")]
+            vibe: None,
         }
     }
 
@@ -56,6 +60,14 @@ impl RunBuilder {
     /// Binds a question port: `ask_user` is registered, and the approval gate has an approver.
     pub fn with_ask(mut self, port: Arc<dyn QuestionPort>, expiry: Duration) -> Self {
         self.questions = Some(Arc::new(Questions::new(port, expiry)));
+        self
+    }
+
+    /// Switches vibe mode on: the five `vibe_*` tools are registered (VIBE-1), and workers get
+    /// at most `surface` (the surface of the run that spawns them).
+    #[cfg(feature = "vibe")]
+    pub fn with_vibe(mut self, config: tools_vibe::VibeConfig, surface: Surface) -> Self {
+        self.vibe = Some((config, surface));
         self
     }
 
@@ -91,6 +103,18 @@ impl RunBuilder {
         if let Some(supervisor) = &self.lsp {
             tools_lsp::register(&mut builder, supervisor);
         }
+        #[cfg(feature = "vibe")]
+        if let Some((config, surface)) = self.vibe {
+            let run = builder.run();
+            let roster = tools_vibe::Roster::new(
+                config,
+                run.workspace.root(),
+                &run.conversation,
+                surface,
+                run.sandbox.clone(),
+            );
+            tools_vibe::register(&mut builder, &roster);
+        }
         builder.build()
     }
 }
@@ -113,6 +137,8 @@ pub fn catalog() -> anyhow::Result<Registry> {
             tools_lsp::LspConfig::default(),
         )?)
     };
+    #[cfg(feature = "vibe")]
+    let builder = builder.with_vibe(tools_vibe::VibeConfig::default(), Surface::Full);
     Ok(builder.registry())
 }
 
@@ -145,6 +171,9 @@ pub struct Settings {
     /// The language servers' configuration.
     #[cfg(feature = "lsp")]
     pub lsp: tools_lsp::LspConfig,
+    /// Background workers; vibe mode is on when `enabled` (or `serve --vibe`).
+    #[cfg(feature = "vibe")]
+    pub vibe: tools_vibe::VibeConfig,
 }
 
 impl Settings {
@@ -167,6 +196,8 @@ impl Settings {
             sandbox: Some(config.sandbox.command.clone()).filter(|argv| !argv.is_empty()),
             #[cfg(feature = "lsp")]
             lsp: config.lsp.clone(),
+            #[cfg(feature = "vibe")]
+            vibe: config.vibe.clone(),
         })
     }
 
@@ -202,6 +233,10 @@ impl Settings {
             let supervisor =
                 tools_lsp::LspSupervisor::new(builder.workspace.root(), self.lsp.clone())?;
             builder = builder.with_lsp(supervisor);
+        }
+        #[cfg(feature = "vibe")]
+        if self.vibe.enabled {
+            builder = builder.with_vibe(self.vibe.clone(), self.surface);
         }
         let options = DispatcherOptions {
             surface: self.surface,
@@ -268,6 +303,16 @@ mod tests {
                 ("lsp", "read"),
                 ("lsp_code_action", "write"),
                 ("lsp_rename", "write"),
+            ]);
+        }
+        // VIBE-1: all five are read tier.
+        if cfg!(feature = "vibe") {
+            expected.extend([
+                ("vibe_kill", "read"),
+                ("vibe_list", "read"),
+                ("vibe_send", "read"),
+                ("vibe_spawn", "read"),
+                ("vibe_wait", "read"),
             ]);
         }
         expected.sort();

@@ -239,6 +239,18 @@ impl ProcessGroup {
         self.signal(Signal::KILL);
     }
 
+    /// SIGINTs every process in the group (what Ctrl-C does): a worker or a kernel gets the
+    /// chance to stop what it is doing and keep its state.
+    pub fn interrupt(&self) {
+        self.signal(Signal::INT);
+    }
+
+    /// SIGTERMs every process in the group, without waiting (see [`ProcessGroup::terminate`]
+    /// for TERM, grace, KILL).
+    pub fn term(&self) {
+        self.signal(Signal::TERM);
+    }
+
     fn signal(&self, signal: Signal) {
         if registry::owns_group(self.pgid, self.ticket) {
             registry::signal_group(self.pgid, signal);

@@ -223,6 +223,8 @@ async fn every_tool_survives_generated_arguments() {
     std::fs::write(root.join("notes.txt"), "alpha\nbeta\n").unwrap();
     std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
     std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+    let state = sandbox.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
     let made = std::process::Command::new("mkfifo")
         .arg(root.join("pipe"))
         .status()
@@ -240,6 +242,16 @@ async fn every_tool_survives_generated_arguments() {
     let registry = RunBuilder::new(workspace)
         .with_ast(tools_ast::SearchOptions::default())
         .with_lsp(supervisor)
+        .with_vibe(
+            tools_vibe::VibeConfig {
+                fast: vec!["cat".into()],
+                good: vec!["cat".into()],
+                max_workers: 2,
+                state_dir: Some(state.clone()),
+                ..Default::default()
+            },
+            tools_core::Surface::Full,
+        )
         .with_ask(
             Arc::new(NoHuman {
                 reason: "the fuzz test has no person".into(),
@@ -256,7 +268,7 @@ async fn every_tool_survives_generated_arguments() {
             )
         })
         .collect();
-    assert!(specs.len() >= 10, "only {} tools registered", specs.len());
+    assert!(specs.len() >= 16, "only {} tools registered", specs.len());
     let dispatcher = Arc::new(Dispatcher::new(
         registry,
         DispatcherOptions {

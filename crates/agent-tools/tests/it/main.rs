@@ -13,4 +13,5 @@ mod mcp;
 mod on_write;
 mod support;
 mod truth;
+mod vibe;
 mod writes;
