@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 /// The umbrella's family features; each must build alone.
-const FAMILY_FEATURES: &[&str] = &["ask", "ast", "lsp"];
+const FAMILY_FEATURES: &[&str] = &["ask", "ast", "eval", "lsp"];
 
 /// The language servers the tests drive, pinned to the versions the tests were written
 /// against (their messages are part of what the tests check).

@@ -25,6 +25,12 @@ pub struct Config {
     pub run: RunConfig,
     /// The sandbox processes of the run start in (EVAL-9).
     pub sandbox: SandboxConfig,
+    /// Kernels: the idle window, the cap on one cell, the output cap (EVAL-8).
+    #[cfg(feature = "eval")]
+    pub eval: tools_eval::EvalConfig,
+    /// A build without the `eval` feature accepts the table and ignores it.
+    #[cfg(not(feature = "eval"))]
+    pub eval: Option<toml::Table>,
     /// Language servers: timeouts, the restart budget, extra folders for their binaries, and
     /// overrides of the server table (`[lsp.servers.NAME]`).
     #[cfg(feature = "lsp")]

@@ -21,6 +21,8 @@ pub struct RunBuilder {
     ast: Option<tools_ast::SearchOptions>,
     #[cfg(feature = "lsp")]
     lsp: Option<tools_lsp::LspSupervisor>,
+    #[cfg(feature = "eval")]
+    eval: Option<tools_eval::EvalOptions>,
 }
 
 impl RunBuilder {
@@ -35,7 +37,16 @@ impl RunBuilder {
             ast: None,
             #[cfg(feature = "lsp")]
             lsp: None,
+            #[cfg(feature = "eval")]
+            eval: None,
         }
+    }
+
+    /// Binds a kernel factory: `eval` is registered, and the run's shutdown stops its kernels.
+    #[cfg(feature = "eval")]
+    pub fn with_eval(mut self, options: tools_eval::EvalOptions) -> Self {
+        self.eval = Some(options);
+        self
     }
 
     /// Binds a language-server supervisor: `lsp` and `lsp_rename` are registered (LSP-1).
@@ -91,6 +102,10 @@ impl RunBuilder {
         if let Some(supervisor) = &self.lsp {
             tools_lsp::register(&mut builder, supervisor);
         }
+        #[cfg(feature = "eval")]
+        if let Some(options) = self.eval {
+            tools_eval::register(&mut builder, options);
+        }
         builder.build()
     }
 }
@@ -102,8 +117,8 @@ pub fn catalog() -> anyhow::Result<Registry> {
     let port = Arc::new(NoHuman {
         reason: "listing tools only".to_owned(),
     });
-    let builder =
-        with_every_family(RunBuilder::new(workspace)).with_ask(port, Duration::from_secs(1));
+    let builder = with_every_factory(with_every_family(RunBuilder::new(workspace)), None)
+        .with_ask(port, Duration::from_secs(1));
     // No server starts: a supervisor does nothing until a call needs it.
     #[cfg(feature = "lsp")]
     let builder = {
@@ -120,6 +135,15 @@ pub fn catalog() -> anyhow::Result<Registry> {
 fn with_every_family(builder: RunBuilder) -> RunBuilder {
     #[cfg(feature = "ast")]
     let builder = builder.with_ast(tools_ast::SearchOptions::default());
+    builder
+}
+
+/// [`with_every_family`] plus the families whose resource starts processes on demand (the
+/// kernels), which are bound to served runs and to the catalog alike.
+fn with_every_factory(builder: RunBuilder, settings: Option<&Settings>) -> RunBuilder {
+    let _ = settings;
+    #[cfg(feature = "eval")]
+    let builder = builder.with_eval(settings.map(|s| s.eval).unwrap_or_default());
     builder
 }
 
@@ -145,6 +169,9 @@ pub struct Settings {
     /// The language servers' configuration.
     #[cfg(feature = "lsp")]
     pub lsp: tools_lsp::LspConfig,
+    /// The kernels' bounds.
+    #[cfg(feature = "eval")]
+    pub eval: tools_eval::EvalOptions,
 }
 
 impl Settings {
@@ -167,6 +194,8 @@ impl Settings {
             sandbox: Some(config.sandbox.command.clone()).filter(|argv| !argv.is_empty()),
             #[cfg(feature = "lsp")]
             lsp: config.lsp.clone(),
+            #[cfg(feature = "eval")]
+            eval: config.eval.options(),
         })
     }
 
@@ -189,9 +218,10 @@ impl Settings {
         conversation: &str,
     ) -> anyhow::Result<Dispatcher> {
         let workspace = Workspace::new(&self.root)?;
-        let mut builder = with_every_family(RunBuilder::new(workspace))
-            .with_conversation(conversation)
-            .with_sandbox(self.sandbox.clone());
+        let mut builder =
+            with_every_factory(with_every_family(RunBuilder::new(workspace)), Some(self))
+                .with_conversation(conversation)
+                .with_sandbox(self.sandbox.clone());
         if let Some(port) = port {
             builder = builder.with_ask(port, self.ask_expiry);
         }
@@ -262,6 +292,9 @@ mod tests {
                 ("ast_grep", "read"),
                 ("resolve", "write"),
             ]);
+        }
+        if cfg!(feature = "eval") {
+            expected.push(("eval", "exec"));
         }
         if cfg!(feature = "lsp") {
             expected.extend([

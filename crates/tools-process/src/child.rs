@@ -234,6 +234,12 @@ impl ProcessGroup {
         procfs::group_alive(self.pgid)
     }
 
+    /// SIGINTs every process in the group: a kernel's cell stops with `KeyboardInterrupt` and
+    /// the kernel lives on, and what the cell started (`!cmd`) is interrupted with it.
+    pub fn interrupt(&self) {
+        self.signal(Signal::INT);
+    }
+
     /// SIGKILLs every process in the group now.
     pub fn kill(&self) {
         self.signal(Signal::KILL);
