@@ -184,13 +184,14 @@ impl Kernel {
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                match serde_json::from_str::<Value>(&line) {
-                    Ok(message) => {
-                        if sender.send(message).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => tracing::debug!(%line, "a kernel line that is not JSON"),
+                // A line that is not a protocol message is output that reached the pipe
+                // around the kernel's capture (a child of the Node kernel writing to fd 1).
+                let message = match serde_json::from_str::<Value>(&line) {
+                    Ok(message) if message["type"].is_string() => message,
+                    _ => json!({"type": "stream", "text": format!("{line}\n")}),
+                };
+                if sender.send(message).is_err() {
+                    return;
                 }
             }
         });

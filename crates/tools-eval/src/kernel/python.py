@@ -465,34 +465,61 @@ def _magic_env(text):
     return os.environ.get(text)
 
 
+def _distributions():
+    """Every installed distribution by name, with its version and its top-level modules."""
+    import importlib.metadata as metadata
+
+    found = {}
+    for distribution in metadata.distributions():
+        name = (distribution.metadata["Name"] or "").lower()
+        found[name] = (distribution.version, distribution)
+    return found
+
+
+def _top_level(distribution):
+    names = set()
+    for path in distribution.files or []:
+        parts = path.parts
+        if not parts or parts[0] == ".." or parts[0].endswith((".dist-info", ".egg-info")):
+            continue
+        top = parts[0]
+        for suffix in (".py",):
+            if top.endswith(suffix):
+                top = top[: -len(suffix)]
+        names.add(top.split(".")[0])
+    return names
+
+
 def _magic_pip(text):
     import shlex
 
     words = shlex.split(text)
-    code = subprocess.call([sys.executable, "-m", "pip"] + words + (
-        ["--disable-pip-version-check"] if words and words[0] in ("install", "uninstall") else []
-    ), cwd=os.getcwd(), stdin=subprocess.DEVNULL)
+    before = _distributions()
+    extra = ["--disable-pip-version-check"] if words and words[0] in ("install", "uninstall") else []
+    code = subprocess.call(
+        [sys.executable, "-m", "pip"] + words + extra, cwd=os.getcwd(), stdin=subprocess.DEVNULL
+    )
     importlib.invalidate_caches()
+    after = _distributions()
+    # What pip installed, upgraded or removed: their modules leave sys.modules, so the next
+    # import sees what is on disk now (EVAL-5).
     touched = set()
-    for word in words[1:]:
-        if word.startswith("-"):
-            continue
-        name = word
-        for stop in "<>=!~[; @":
-            name = name.split(stop)[0]
-        if name:
-            touched.add(name.lower().replace("-", "_"))
+    for name in set(before) | set(after):
+        old, new = before.get(name), after.get(name)
+        if (old and old[0]) != (new and new[0]):
+            for version in (old, new):
+                if version:
+                    touched |= _top_level(version[1])
     compiled = []
     for module in list(sys.modules):
-        top = module.split(".")[0].lower()
-        if top in touched:
+        if module.split(".")[0] in touched:
             path = getattr(sys.modules[module], "__file__", "") or ""
             if path.endswith((".so", ".pyd")):
                 compiled.append(module)
             del sys.modules[module]
     if compiled:
         print(
-            "note: %s is compiled and already loaded; it cannot be reloaded in this kernel, "
+            "note: %s is compiled and was already loaded; it cannot be reloaded in this kernel, "
             "so call eval with reset: true to use the new version" % ", ".join(sorted(compiled))
         )
     if code:
