@@ -526,3 +526,48 @@ async fn eval_1_javascript_state_echo_await_and_idle_interrupt() {
     );
     assert_eq!(ok(&server, js("x")).await, "5");
 }
+
+/// Whether bubblewrap runs here (said loudly when not; fails under `CI=true`).
+fn bwrap_ready() -> bool {
+    let ready = std::process::Command::new("bwrap")
+        .args(["--dev-bind", "/", "/", "--unshare-pid", "--", "true"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    available("bubblewrap", ready, "apt-get install bubblewrap")
+}
+
+#[tokio::test]
+async fn eval_9_the_kernel_runs_inside_the_sandbox() {
+    if !python_ready() || !bwrap_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(2);
+    let config = std::fs::read_to_string(root.join("agent-tools.toml")).unwrap();
+    write_files(
+        &root,
+        &[(
+            "agent-tools.toml",
+            &format!(
+                "{config}\n[sandbox]\ncommand = [\"bwrap\", \"--dev-bind\", \"/\", \"/\", \"--unshare-pid\", \"--proc\", \"/proc\", \"--die-with-parent\", \"--\"]\n"
+            ),
+        )],
+    );
+    let server = start(&root).await;
+    // Its own PID namespace: bwrap's init is 1, the kernel is 2, and it sees nothing else.
+    let first = ok(
+        &server,
+        cell("import os\nos.getpid(), len([p for p in os.listdir('/proc') if p.isdigit()]) < 5"),
+    )
+    .await;
+    assert!(first.contains(", pid 2, "), "{first}");
+    assert_eq!(body(&first), "(2, True)");
+    // The interrupt travels over the pipe, so it lands inside the sandbox too.
+    ok(&server, cell("kept = 3")).await;
+    let stopped = fails(&server, cell("while True:\n    pass")).await;
+    assert!(stopped.contains("[interrupted: "), "{stopped}");
+    assert_eq!(ok(&server, cell("kept")).await, "3");
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind after SIGKILL: {left:?}");
+}
