@@ -4,23 +4,20 @@
 # then pointed at /dev/null and at a capture pipe, so nothing a cell, a C extension or a child
 # process prints can corrupt the protocol, and all of it is captured in the order it was
 # written.
-import ast
-import base64
+# Only what the first cell needs is imported up front: start time is measured (ast,
+# subprocess, traceback and friends are imported when a cell first needs them).
 import builtins
+import fcntl
 import importlib
-import importlib.abc
-import importlib.util
 import io
 import json
-import linecache
 import os
 import queue
+import select
 import signal
-import subprocess
 import sys
+import termios
 import threading
-import time
-import traceback
 
 WORKSPACE = os.path.realpath(os.environ.get("AGENT_TOOLS_EVAL_ROOT") or os.getcwd())
 MAX_IMAGES = int(os.environ.get("AGENT_TOOLS_EVAL_MAX_IMAGES", "8"))
@@ -101,39 +98,28 @@ sys.stdout = sys.__stdout__ = _FdWriter("<stdout>")
 sys.stderr = sys.__stderr__ = _FdWriter("<stderr>")
 sys.stdin = sys.__stdin__ = open(os.devnull, "r")
 
-# The capture pipe is read by one thread and forwarded as `stream` messages. A marker written
-# into the pipe lets the main thread wait until everything written before it was forwarded.
-_MARK = b"\x00\x1eagent-tools-sync\x1e\x00"
-_synced = threading.Event()
+# The capture pipe is read by one thread and forwarded as `stream` messages. Before any other
+# message the main thread drains the pipe itself (under the same lock), so output always
+# arrives before the message that follows it, at the cost of one ioctl when there is none.
+_pipe_lock = threading.Lock()
+_pending_bytes = bytearray(4)
+
+
+def _drain():
+    fcntl.ioctl(_capture_read, termios.FIONREAD, _pending_bytes)
+    size = int.from_bytes(_pending_bytes, sys.byteorder)
+    if size:
+        _send_stream(os.read(_capture_read, size))
 
 
 def _forward():
-    pending = b""
     while True:
         try:
-            chunk = os.read(_capture_read, 65536)
+            select.select([_capture_read], [], [])
+            with _pipe_lock:
+                _drain()
         except InterruptedError:
             continue
-        if not chunk:
-            return
-        pending += chunk
-        while True:
-            at = pending.find(_MARK)
-            if at < 0:
-                break
-            if at:
-                _send_stream(pending[:at])
-            pending = pending[at + len(_MARK):]
-            _synced.set()
-        # Keep a tail that might be the start of a marker; send the rest.
-        keep = 0
-        for size in range(min(len(_MARK) - 1, len(pending)), 0, -1):
-            if _MARK.startswith(pending[-size:]):
-                keep = size
-                break
-        if len(pending) > keep:
-            _send_stream(pending[: len(pending) - keep])
-            pending = pending[len(pending) - keep:]
 
 
 _partial = b""
@@ -158,17 +144,26 @@ def _send_stream(data):
         send({"type": "stream", "text": data[:cut].decode("utf-8", "replace")})
 
 
-def sync_output():
-    """Waits until everything written to fds 1 and 2 so far has been forwarded."""
+_fflush = []
+
+
+def _load_fflush():
+    """C stdio buffers (a C extension's printf) are flushed before each message; ctypes is
+    loaded off the start path."""
     try:
         import ctypes
 
-        ctypes.CDLL(None).fflush(None)
+        _fflush.append(ctypes.CDLL(None).fflush)
     except Exception:
         pass
-    _synced.clear()
-    os.write(1, _MARK)
-    _synced.wait(5)
+
+
+def sync_output():
+    """Forwards everything written to fds 1 and 2 so far."""
+    if _fflush:
+        _fflush[0](None)
+    with _pipe_lock:
+        _drain()
 
 
 threading.Thread(target=_forward, name="agent-tools-output", daemon=True).start()
@@ -185,7 +180,7 @@ def _interrupt():
     shell = _state["shell"]
     if shell is not None and shell.poll() is None:
         try:
-            os.killpg(shell.pid, signal.SIGINT)
+            shell.send_signal(signal.SIGINT)
         except Exception:
             pass
     if _state["executing"]:
@@ -263,6 +258,8 @@ _cell = {"images": 0, "dropped": 0}
 
 
 def _emit_png(data):
+    import base64
+
     if _cell["images"] >= MAX_IMAGES or len(data) > MAX_IMAGE_BYTES:
         _cell["dropped"] += 1
         return
@@ -367,9 +364,11 @@ def show(*args, **kwargs):
 """
 
 
-class _BackendFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _BackendFinder:
     def find_spec(self, name, path=None, target=None):
         if name == _BACKEND:
+            import importlib.util
+
             return importlib.util.spec_from_loader(name, self)
         return None
 
@@ -393,22 +392,20 @@ class MagicError(Exception):
 
 
 def _magic_shell(command, capture=False):
+    import subprocess
+
     process = subprocess.Popen(
         command,
         shell=True,
         cwd=os.getcwd(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE if capture else None,
-        start_new_session=True,
     )
     _state["shell"] = process
     try:
         out, _ = process.communicate()
     except BaseException:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except Exception:
-            pass
+        process.kill()
         process.wait()
         raise
     finally:
@@ -421,17 +418,16 @@ def _magic_shell(command, capture=False):
 
 
 def _magic_bash(script):
+    import subprocess
+
     process = subprocess.Popen(
-        ["bash", "-c", script], cwd=os.getcwd(), stdin=subprocess.DEVNULL, start_new_session=True
+        ["bash", "-c", script], cwd=os.getcwd(), stdin=subprocess.DEVNULL
     )
     _state["shell"] = process
     try:
         process.wait()
     except BaseException:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except Exception:
-            pass
+        process.kill()
         process.wait()
         raise
     finally:
@@ -492,6 +488,7 @@ def _top_level(distribution):
 
 def _magic_pip(text):
     import shlex
+    import subprocess
 
     words = shlex.split(text)
     before = _distributions()
@@ -617,28 +614,38 @@ def _suppressed(code, last):
     return False
 
 
+_sources = {}
+
+
 def _compile(code, filename):
+    _sources[filename] = code
+    # A cell that is one expression needs no syntax tree (and no `ast` import): the common
+    # quick look at a value stays cheap.
+    try:
+        return None, compile(code, filename, "eval", flags=_TOP_LEVEL_AWAIT)
+    except SyntaxError:
+        pass
+    import ast
+
     try:
         tree = ast.parse(code, filename, "exec")
     except SyntaxError:
         rewritten = _rewrite_magics(code)
         tree = ast.parse(rewritten, filename, "exec")
         code = rewritten
-    linecache.cache[filename] = (len(code), None, [l + "\n" for l in code.split("\n")], filename)
+    _sources[filename] = code
     echo = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not _suppressed(code, tree.body[-1]):
         echo = ast.Expression(tree.body.pop().value)
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    flags = _TOP_LEVEL_AWAIT
     body = compile(tree, filename, "exec", flags=flags)
     last = compile(echo, filename, "eval", flags=flags) if echo is not None else None
     return body, last
 
 
 def _run(compiled):
-    import inspect
-
     result = eval(compiled, _namespace)
-    if inspect.iscoroutine(result):
+    if type(result).__name__ == "coroutine":
         import asyncio
 
         if "loop" not in _state:
@@ -647,7 +654,15 @@ def _run(compiled):
     return result
 
 
+_TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, without importing ast
+
+
 def _error(exc, filename):
+    import linecache
+    import traceback
+
+    for name, code in _sources.items():
+        linecache.cache[name] = (len(code), None, [l + "\n" for l in code.split("\n")], name)
     if isinstance(exc, (MagicError, ToolError)):
         return {"ename": type(exc).__name__, "evalue": str(exc), "traceback": "%s: %s" % (type(exc).__name__, exc)}
     frames = traceback.extract_tb(exc.__traceback__)
@@ -673,12 +688,15 @@ def _execute(message):
         reply.update(ok=False, error={"ename": "MagicError", "evalue": str(exc), "traceback": str(exc)})
         return reply
     except SyntaxError as exc:
+        import traceback
+
         text = "".join(traceback.format_exception_only(type(exc), exc)).rstrip("\n")
         reply.update(ok=False, error={"ename": "SyntaxError", "evalue": str(exc), "traceback": text})
         return reply
     _state["executing"] = True
     try:
-        _run(body)
+        if body is not None:
+            _run(body)
         if last is not None:
             value = _run(last)
             if value is not None:
@@ -713,6 +731,7 @@ def main():
         "interpreter": sys.executable,
         "version": sys.version.split()[0],
     })
+    threading.Thread(target=_load_fflush, name="agent-tools-ctypes", daemon=True).start()
     while True:
         try:
             message = _cells.get()
