@@ -571,3 +571,71 @@ async fn eval_9_the_kernel_runs_inside_the_sandbox() {
     let left = until_processes(&server.mark, <[String]>::is_empty).await;
     assert!(left.is_empty(), "left behind after SIGKILL: {left:?}");
 }
+
+#[tokio::test]
+async fn eval_6_a_write_from_a_cell_reports_the_diagnostics_it_introduced() {
+    if !python_ready() || !crate::lsp::basedpyright_available() {
+        return;
+    }
+    let (_dir, root) = python_workspace(120);
+    write_files(
+        &root,
+        &[
+            (
+                "agent-tools.toml",
+                &format!(
+                    "[eval]\nidle_timeout_seconds = 120\n\n{}",
+                    crate::on_write::on_write_config(&root)
+                ),
+            ),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"p\"\nversion = \"0\"\n",
+            ),
+            (
+                "app.py",
+                "def add(a: int, b: int) -> int:\n    return a + b\n",
+            ),
+        ],
+    );
+    let server = start(&root).await;
+    // Diagnostics on write wraps the bridged call exactly as a model's (CORE-8, LSP-6).
+    let code = "r = tool('write', {'path': 'app.py', 'content': 'def add(a: int, b: int) -> int:\\n    return a + b\\n\\nx: int = \"no\"\\n'})\nprint(r)\n[(d['path'], d['line']) for d in r.structured['diagnostics']['introduced']]";
+    let shown = ok(&server, cell(code)).await;
+    assert!(shown.ends_with("[('app.py', 4)]"), "{shown}");
+}
+
+#[tokio::test]
+async fn eval_8_a_chatty_endless_loop_is_stopped_by_the_output_cap() {
+    if !python_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(60);
+    let config = std::fs::read_to_string(root.join("agent-tools.toml")).unwrap();
+    write_files(
+        &root,
+        &[(
+            "agent-tools.toml",
+            &format!("{config}max_output_bytes = 1000000\n"),
+        )],
+    );
+    let server = start(&root).await;
+    ok(&server, cell("kept = 'yes'")).await;
+    let stopped = fails(
+        &server,
+        cell("n = 0\nwhile True:\n    n += 1\n    print('line', n)"),
+    )
+    .await;
+    assert!(
+        body(&stopped).starts_with("line 1\nline 2\n"),
+        "{}",
+        &stopped[..200]
+    );
+    assert!(stopped.contains("bytes in about"), "the middle was not cut");
+    assert!(
+        stopped.ends_with("[interrupted: it printed more than 1000000 bytes (the output cap); is it an endless loop?; the kernel and its state are kept]"),
+        "{}",
+        &stopped[stopped.len() - 300..]
+    );
+    assert_eq!(ok(&server, cell("kept")).await, "'yes'");
+}
