@@ -161,6 +161,22 @@ impl Config {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "eval")]
+    #[test]
+    fn prod_6_the_eval_table_sets_the_cell_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[eval]\nidle_timeout_seconds = 2\nmax_output_bytes = 1000\n",
+        )
+        .unwrap();
+        let (config, _) = Config::load(dir.path(), None).unwrap();
+        let options = config.eval.options();
+        assert_eq!(options.idle_timeout, Duration::from_secs(2));
+        assert_eq!(options.max_cell, Duration::from_secs(3600));
+        assert_eq!(options.max_output_bytes, 1000);
+    }
+
     #[test]
     fn prod_6_no_file_means_defaults() {
         let dir = tempfile::tempdir().unwrap();

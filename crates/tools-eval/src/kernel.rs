@@ -539,3 +539,30 @@ pub(crate) fn python_interpreter(root: &Path) -> String {
     }
     "python3".to_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_png_header_gives_its_size() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend(640u32.to_be_bytes());
+        png.extend(480u32.to_be_bytes());
+        assert_eq!(png_size(&png), Some((640, 480)));
+        assert_eq!(png_size(b"GIF89a"), None);
+    }
+
+    #[test]
+    fn eval_1_the_project_venv_wins_over_path() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(python_interpreter(dir.path()), "python3");
+        let venv = dir.path().join("venv/bin");
+        std::fs::create_dir_all(&venv).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(venv.join("python"), "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            python_interpreter(dir.path()),
+            venv.join("python").display().to_string()
+        );
+    }
+}

@@ -185,6 +185,49 @@ async fn eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image() {
         1
     );
     assert_eq!(ok(&server, cell("len(plt.get_fignums())")).await, "0");
+    // At most 8 images per cell, with a note for the rest.
+    let many = eval(
+        &server,
+        cell("for n in range(10):\n    plt.figure(figsize=(1, 1))"),
+    )
+    .await;
+    assert_eq!(
+        many.content
+            .iter()
+            .filter(|c| c.as_image().is_some())
+            .count(),
+        8
+    );
+    assert!(
+        text(&many)
+            .ends_with("[2 more image(s) not shown: a cell returns at most 8 images of 1 MB each]"),
+        "{}",
+        text(&many)
+    );
+}
+
+#[tokio::test]
+async fn eval_a_kernel_that_cannot_start_names_its_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write_files(
+        &root,
+        &[(
+            ".venv/bin/python",
+            "#!/bin/sh\necho 'no such interpreter today' >&2\nexit 7\n",
+        )],
+    );
+    let python = root.join(".venv/bin/python");
+    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let server = start(&root).await;
+    let error = fails(&server, cell("1")).await;
+    assert_eq!(
+        error,
+        format!(
+            "the Python kernel ({}) exited before it was ready (exited with status 7); its last words:\nno such interpreter today",
+            python.display()
+        )
+    );
 }
 
 #[tokio::test]
