@@ -63,6 +63,7 @@ pub(crate) struct Launch {
 
 /// One running kernel.
 pub(crate) struct Kernel {
+    language: Language,
     /// The interpreter, as the kernel reports it (the path Python runs from, node's version).
     pub(crate) interpreter: String,
     pub(crate) version: String,
@@ -219,6 +220,7 @@ impl Kernel {
             }
         };
         Ok(Kernel {
+            language,
             interpreter: ready["interpreter"].as_str().unwrap_or(&program).to_owned(),
             version: ready["version"].as_str().unwrap_or_default().to_owned(),
             pid: ready["pid"].as_u64().unwrap_or_default(),
@@ -240,13 +242,15 @@ impl Kernel {
     }
 
     /// One step of stopping a cell: first an interrupt over the pipe (works in any sandbox),
-    /// then SIGINT to the whole group (reaches a blocking call and what the cell started).
+    /// then SIGINT to the whole group (reaches a blocking call and what the cell started) —
+    /// except for Node, which SIGINT would end, and inside a sandbox, where the group may not
+    /// reach the kernel: there the pipe again.
     async fn interrupt(&mut self, step: u32) {
         match step {
             0 => {
                 self.send(json!({"type": "interrupt"})).await;
             }
-            _ if !self.sandboxed => self.group.interrupt(),
+            _ if !self.sandboxed && self.language == Language::Python => self.group.interrupt(),
             _ => {
                 self.send(json!({"type": "interrupt"})).await;
             }

@@ -390,6 +390,23 @@ async fn eval_8_an_idle_cell_is_interrupted_and_state_is_kept() {
         "{stopped}"
     );
     assert_eq!(ok(&server, cell("kept")).await, "'still here'");
+    // A cell that ignores interrupts costs the kernel, and the next cell says so.
+    let killed = fails(
+        &server,
+        cell("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"),
+    )
+    .await;
+    assert!(
+        killed.ends_with("[stopped: it printed nothing for 2 s (the idle timeout); the cell ignored two interrupts, so the kernel was killed and its state is lost; the next cell starts a new kernel]"),
+        "{killed}"
+    );
+    let fresh = ok(&server, cell("kept = 'still here'")).await;
+    assert!(
+        fresh.contains(
+            "[the previous Python kernel was killed because a cell did not stop when interrupted"
+        ),
+        "{fresh}"
+    );
     // A blocking sleep in a child (`!sleep`) is interrupted too.
     let stopped = fails(&server, cell("!sleep 60")).await;
     assert!(stopped.contains("[interrupted: "), "{stopped}");

@@ -121,6 +121,11 @@ reader.on('message', (message) => {
       }
       break;
     }
+    case 'interrupt':
+      // A cell waiting on a promise runs no JavaScript for terminateExecution to stop: it
+      // ends here, and whatever it awaited is left to settle on its own.
+      if (current) current.abort();
+      break;
     case 'eof':
       process.exit(0);
   }
@@ -132,14 +137,23 @@ function post(method, params) {
   });
 }
 
+let current = null;
+
 async function run(cell) {
   const done = { type: 'done', id: cell.id, ok: true };
-  const { error, result } = await post('Runtime.evaluate', {
-    expression: cell.code,
-    replMode: true,
-    awaitPromise: true,
-    objectGroup: 'cell',
+  const aborted = new Promise((resolve) => {
+    current = { abort: () => resolve({ error: { message: 'Execution was terminated' } }) };
   });
+  const { error, result } = await Promise.race([
+    post('Runtime.evaluate', {
+      expression: cell.code,
+      replMode: true,
+      awaitPromise: true,
+      objectGroup: 'cell',
+    }),
+    aborted,
+  ]);
+  current = null;
   if (error) {
     if (/terminated/i.test(error.message)) {
       done.ok = false;
