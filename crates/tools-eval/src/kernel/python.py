@@ -6,13 +6,13 @@
 # written.
 # Only what the first cell needs is imported up front: start time is measured (ast,
 # subprocess, traceback and friends are imported when a cell first needs them).
+import _json
 import builtins
+import collections
 import fcntl
 import importlib
 import io
-import json
 import os
-import queue
 import select
 import signal
 import sys
@@ -48,8 +48,46 @@ except Exception:
 _send_lock = threading.Lock()
 
 
+class _JsonContext:
+    """What `_json`'s C scanner reads from `json.JSONDecoder`: the C halves of the json module
+    are used directly because `import json` pulls in `re` and `enum`, a quarter of the
+    kernel's start."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo = {}
+
+    @staticmethod
+    def parse_constant(name):
+        return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+
+try:
+    _scan = _json.make_scanner(_JsonContext())
+    _encode = _json.make_encoder(
+        None, repr, _json.encode_basestring, None, ": ", ", ", False, False, True
+    )
+
+    def _loads(text):
+        return _scan(text.decode("utf-8") if isinstance(text, bytes) else text, 0)[0]
+
+    def _dumps(value):
+        return "".join(_encode(value, 0))
+
+except Exception:  # another Python without the C halves: the json module then
+    import json
+
+    _loads = json.loads
+
+    def _dumps(value):
+        return json.dumps(value, ensure_ascii=False)
+
+
 def send(message):
-    line = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+    line = (_dumps(message) + "\n").encode("utf-8", "replace")
     with _send_lock:
         view = memoryview(line)
         while view:
@@ -170,7 +208,8 @@ threading.Thread(target=_forward, name="agent-tools-output", daemon=True).start(
 
 # Messages from the host: cells go to the main thread, tool results to the waiting call, and
 # an interrupt raises SIGINT here, so it works inside any sandbox.
-_cells = queue.Queue()
+_cells = collections.deque()
+_cell_ready = threading.Condition()
 _tool_results = {}
 _tool_ready = threading.Condition()
 _state = {"executing": False, "shell": None}
@@ -190,12 +229,14 @@ def _interrupt():
 def _read_host():
     for line in _proto_in:
         try:
-            message = json.loads(line)
+            message = _loads(line)
         except ValueError:
             continue
         kind = message.get("type")
         if kind == "execute":
-            _cells.put(message)
+            with _cell_ready:
+                _cells.append(message)
+                _cell_ready.notify()
         elif kind == "interrupt":
             _interrupt()
         elif kind == "tool_result":
@@ -203,7 +244,9 @@ def _read_host():
                 _tool_results[message.get("id")] = message
                 _tool_ready.notify_all()
     # The host has gone: finish what is queued, then exit.
-    _cells.put(None)
+    with _cell_ready:
+        _cells.append(None)
+        _cell_ready.notify()
 
 
 def _on_sigint(signum, frame):
@@ -734,7 +777,10 @@ def main():
     threading.Thread(target=_load_fflush, name="agent-tools-ctypes", daemon=True).start()
     while True:
         try:
-            message = _cells.get()
+            with _cell_ready:
+                while not _cells:
+                    _cell_ready.wait()
+                message = _cells.popleft()
             if message is None:
                 sync_output()
                 os._exit(0)
