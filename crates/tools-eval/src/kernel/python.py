@@ -434,6 +434,9 @@ class MagicError(Exception):
     pass
 
 
+# The magics are compiled only when a cell first needs one: compiling this file is a large
+# part of the kernel's start, and most cells are plain Python.
+_MAGICS_SOURCE = r'''
 def _magic_shell(command, capture=False):
     import subprocess
 
@@ -621,6 +624,15 @@ def _rewrite_magics(code):
             )
         out.append(line)
     return "\n".join(out)
+'''
+
+
+def _load_magics():
+    if "_rewrite_magics" not in globals():
+        exec(compile(_MAGICS_SOURCE, "<agent-tools magics>", "exec"), globals())
+        for name in ("_magic_shell", "_magic_bash", "_magic_cd", "_magic_env", "_magic_pip", "_magic_timeit"):
+            _namespace[name] = globals()[name]
+    return _rewrite_magics
 
 
 # --- cells ----------------------------------------------------------------------------------
@@ -630,12 +642,6 @@ _namespace.update(
     tool=tool,
     ToolError=ToolError,
     display=display,
-    _magic_shell=_magic_shell,
-    _magic_bash=_magic_bash,
-    _magic_cd=_magic_cd,
-    _magic_env=_magic_env,
-    _magic_pip=_magic_pip,
-    _magic_timeit=_magic_timeit,
 )
 builtins.display = display
 sys.modules["__main__"] = type(sys)("__main__")
@@ -673,7 +679,7 @@ def _compile(code, filename):
     try:
         tree = ast.parse(code, filename, "exec")
     except SyntaxError:
-        rewritten = _rewrite_magics(code)
+        rewritten = _load_magics()(code)
         tree = ast.parse(rewritten, filename, "exec")
         code = rewritten
     _sources[filename] = code
