@@ -183,74 +183,93 @@ impl Tool for Eval {
         };
         let printed = cell.transcript.render();
         text.push_str(&printed);
-        let lost = |live: &mut std::collections::HashMap<Language, Kernel>| live.remove(&language);
-        let failure = match cell.ending {
-            Ending::Done {
-                error: None,
-                images_dropped,
-            } => {
-                if images_dropped > 0 {
-                    text.push_str(&format!(
-                        "\n[{images_dropped} more image(s) not shown: a cell returns at most \
-                         8 images of 1 MB each]"
-                    ));
-                }
-                if printed.is_empty() && cell.images.is_empty() {
-                    text.push_str("(no output)");
-                }
-                None
+        let outcome = outcome(language, &printed, cell.images.is_empty(), &cell.ending);
+        if let Some(why) = outcome.kernel_lost {
+            if let Some(kernel) = live.remove(&language) {
+                kernel.stop().await;
             }
-            Ending::Done {
-                error: Some(traceback),
-                ..
-            } => Some(format!("{}{traceback}", separator(&printed))),
-            Ending::Interrupted(stop) => Some(format!(
-                "{}[interrupted: {stop}; the kernel and its state are kept]",
-                separator(&printed)
-            )),
-            Ending::Killed(stop) => {
-                if let Some(kernel) = lost(&mut live) {
-                    kernel.stop().await;
-                }
-                let why =
-                    format!("was killed because a cell did not stop when interrupted ({stop})");
-                self.kernels.lost.lock().await.insert(language, why);
-                Some(format!(
-                    "{}[stopped: {stop}; the cell ignored two interrupts, so the kernel was \
-                     killed and its state is lost; the next cell starts a new kernel]",
-                    separator(&printed)
-                ))
-            }
-            Ending::Died { how, stderr } => {
-                if let Some(kernel) = lost(&mut live) {
-                    kernel.stop().await;
-                }
-                self.kernels
-                    .lost
-                    .lock()
-                    .await
-                    .insert(language, format!("died ({how})"));
-                let last = match stderr.is_empty() {
-                    true => String::new(),
-                    false => format!("\nits last words:\n{}", stderr.join("\n")),
-                };
-                Some(format!(
-                    "{}[the {language} kernel died during the cell: {how}; its state is lost \
-                     and the next cell starts a new kernel]{last}",
-                    separator(&printed)
-                ))
-            }
-        };
-        if let Some(failure) = failure {
-            if matches!(failure.as_str(), f if f.contains("the client cancelled")) {
-                tracing::debug!("a cell was cancelled");
-            }
-            text.push_str(&failure);
+            self.kernels.lost.lock().await.insert(language, why);
+        }
+        text.push_str(&outcome.text);
+        if outcome.failed {
             return Err(ToolError::failed(text));
         }
         let mut result = ToolOutput::new(text, output);
         result.images = cell.images;
         Ok(result)
+    }
+}
+
+/// What a cell's ending adds to its result.
+#[derive(Debug, PartialEq, Eq)]
+struct Outcome {
+    /// Text after what the cell printed.
+    text: String,
+    /// Whether the result is an error.
+    failed: bool,
+    /// Why the kernel is gone, when it is: the next cell says so.
+    kernel_lost: Option<String>,
+}
+
+/// The end of a cell's result: a note, a traceback, or what stopped it and whether the
+/// kernel's state survived (EVAL-8).
+fn outcome(language: Language, printed: &str, no_images: bool, ending: &Ending) -> Outcome {
+    let sep = separator(printed);
+    let failure = |text: String| Outcome {
+        text,
+        failed: true,
+        kernel_lost: None,
+    };
+    match ending {
+        Ending::Done {
+            error: None,
+            images_dropped,
+        } => {
+            let mut text = String::new();
+            if *images_dropped > 0 {
+                text.push_str(&format!(
+                    "\n[{images_dropped} more image(s) not shown: a cell returns at most 8 \
+                     images of 1 MB each]"
+                ));
+            }
+            if printed.is_empty() && no_images {
+                text.push_str("(no output)");
+            }
+            Outcome {
+                text,
+                failed: false,
+                kernel_lost: None,
+            }
+        }
+        Ending::Done {
+            error: Some(traceback),
+            ..
+        } => failure(format!("{sep}{traceback}")),
+        Ending::Interrupted(stop) => failure(format!(
+            "{sep}[interrupted: {stop}; the kernel and its state are kept]"
+        )),
+        Ending::Killed(stop) => Outcome {
+            kernel_lost: Some(format!(
+                "was killed because a cell did not stop when interrupted ({stop})"
+            )),
+            ..failure(format!(
+                "{sep}[stopped: {stop}; the cell ignored two interrupts, so the kernel was \
+                 killed and its state is lost; the next cell starts a new kernel]"
+            ))
+        },
+        Ending::Died { how, stderr } => {
+            let last = match stderr.is_empty() {
+                true => String::new(),
+                false => format!("\nits last words:\n{}", stderr.join("\n")),
+            };
+            Outcome {
+                kernel_lost: Some(format!("died ({how})")),
+                ..failure(format!(
+                    "{sep}[the {language} kernel died during the cell: {how}; its state is \
+                     lost and the next cell starts a new kernel]{last}"
+                ))
+            }
+        }
     }
 }
 
@@ -293,6 +312,60 @@ mod tests {
         assert!(error.contains("field `description`"), "{error}");
         assert!(error.contains("5–10 words"), "{error}");
         assert!(check_description(&"word ".repeat(11)).is_err());
+    }
+
+    fn check(printed: &str, ending: Ending, expect: &str) {
+        let outcome = outcome(Language::Python, printed, true, &ending);
+        let lost = outcome.kernel_lost.map(|why| format!("\n<lost: {why}>"));
+        let shown = format!(
+            "{}{printed}{}{}",
+            if outcome.failed { "<error> " } else { "" },
+            outcome.text,
+            lost.unwrap_or_default()
+        );
+        assert_eq!(shown, expect);
+    }
+
+    #[test]
+    fn eval_3_a_cell_without_output_says_so() {
+        check(
+            "",
+            Ending::Done {
+                error: None,
+                images_dropped: 0,
+            },
+            "(no output)",
+        );
+        check(
+            "42",
+            Ending::Done {
+                error: None,
+                images_dropped: 2,
+            },
+            "42\n[2 more image(s) not shown: a cell returns at most 8 images of 1 MB each]",
+        );
+    }
+
+    #[test]
+    fn eval_8_endings_say_whether_state_survived() {
+        check(
+            "working",
+            Ending::Interrupted(Stop::Cancelled),
+            "<error> working\n[interrupted: the client cancelled the call; the kernel and its state are kept]",
+        );
+        check(
+            "",
+            Ending::Killed(Stop::Cap(Duration::from_secs(60))),
+            "<error> [stopped: it ran for 60 s (the cap on one cell); the cell ignored two interrupts, so the kernel was killed and its state is lost; the next cell starts a new kernel]\n<lost: was killed because a cell did not stop when interrupted (it ran for 60 s (the cap on one cell))>",
+        );
+        check(
+            "",
+            Ending::Died {
+                how: "exited with status 3".into(),
+                stderr: vec!["boom".into()],
+            },
+            "<error> [the Python kernel died during the cell: exited with status 3; its state is lost and the next cell starts a new kernel]\nits last words:\nboom\n<lost: died (exited with status 3)>",
+        );
     }
 
     #[test]
