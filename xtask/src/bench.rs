@@ -1,7 +1,8 @@
-//! `cargo xtask bench ast|lsp|diagnostics`: each family's benchmark against its peer, in one run.
+//! `cargo xtask bench ast|lsp|diagnostics|eval`: each family's benchmark against its peer, in one run.
 
 mod ast;
 mod diagnostics;
+mod eval;
 pub(crate) mod lsp;
 
 use std::process::Command;
@@ -13,14 +14,16 @@ pub(crate) fn run(what: &str) -> anyhow::Result<()> {
         "ast" => ast::run(),
         "lsp" => lsp::run(),
         "diagnostics" => diagnostics::run(),
-        _ => bail!("unknown benchmark `{what}`: the benchmarks are ast, lsp and diagnostics"),
+        "eval" => eval::run(),
+        _ => bail!("unknown benchmark `{what}`: the benchmarks are ast, lsp, diagnostics and eval"),
     }
 }
 
 /// In a debug build, runs `cargo xtask bench WHAT` again as a release build and returns its
-/// outcome; in a release build, `None` (go ahead and measure).
+/// outcome; in a release build, `None` (go ahead and measure). `XTASK_BENCH_DEBUG=1` measures
+/// the debug build as it is, for a quick look while the release build would take too long.
 pub(crate) fn in_release(what: &str) -> Option<anyhow::Result<()>> {
-    if !cfg!(debug_assertions) {
+    if !cfg!(debug_assertions) || std::env::var("XTASK_BENCH_DEBUG").is_ok_and(|v| v == "1") {
         return None;
     }
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))

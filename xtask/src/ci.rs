@@ -6,8 +6,17 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
+/// Python packages the tests and benchmarks import, as (module, package to install).
+const PYTHON_PACKAGES: &[(&str, &str)] = &[
+    ("pandas", "pandas"),
+    ("matplotlib", "matplotlib"),
+    ("tabulate", "tabulate"),
+    ("ipykernel", "ipykernel"),
+    ("jupyter_client", "jupyter_client"),
+];
+
 /// The umbrella's family features; each must build alone.
-const FAMILY_FEATURES: &[&str] = &["ask", "ast", "lsp", "vibe"];
+const FAMILY_FEATURES: &[&str] = &["ask", "ast", "eval", "lsp", "vibe"];
 
 /// The language servers the tests drive, pinned to the versions the tests were written
 /// against (their messages are part of what the tests check).
@@ -105,9 +114,35 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
             root,
         )?;
     }
-    if !which("clangd") {
+    // The eval tests import these; the eval benchmark drives ipykernel with jupyter_client.
+    let python = root.join(".venv/bin/python");
+    let missing: Vec<&str> = PYTHON_PACKAGES
+        .iter()
+        .filter(|(module, _)| {
+            !Command::new(&python)
+                .args(["-c", &format!("import {module}")])
+                .output()
+                .is_ok_and(|out| out.status.success())
+        })
+        .map(|(_, package)| *package)
+        .collect();
+    if !missing.is_empty() {
+        let pip = root.join(".venv/bin/pip").display().to_string();
+        let mut args = vec!["install", "--quiet", "--disable-pip-version-check"];
+        args.extend(&missing);
+        step(&pip, &args, root)?;
+    }
+    // clangd for the language-server tests, bubblewrap for the eval sandbox test (EVAL-9).
+    let debian: Vec<&str> = [("clangd", "clangd"), ("bwrap", "bubblewrap")]
+        .into_iter()
+        .filter(|(binary, _)| !which(binary))
+        .map(|(_, package)| package)
+        .collect();
+    if !debian.is_empty() {
         step("apt-get", &["update", "-qq"], root)?;
-        step("apt-get", &["install", "-y", "-qq", "clangd"], root)?;
+        let mut args = vec!["install", "-y", "-qq"];
+        args.extend(&debian);
+        step("apt-get", &args, root)?;
     }
     let node_bin = root.join(".tools/node/node_modules/.bin");
     if !node_bin.join("typescript-language-server").is_file() || !node_bin.join("tsc").is_file() {

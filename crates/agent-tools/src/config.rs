@@ -25,6 +25,12 @@ pub struct Config {
     pub run: RunConfig,
     /// The sandbox processes of the run start in (EVAL-9).
     pub sandbox: SandboxConfig,
+    /// Kernels: the idle window, the cap on one cell, the output cap (EVAL-8).
+    #[cfg(feature = "eval")]
+    pub eval: tools_eval::EvalConfig,
+    /// A build without the `eval` feature accepts the table and ignores it.
+    #[cfg(not(feature = "eval"))]
+    pub eval: Option<toml::Table>,
     /// Language servers: timeouts, the restart budget, extra folders for their binaries, and
     /// overrides of the server table (`[lsp.servers.NAME]`).
     #[cfg(feature = "lsp")]
@@ -160,6 +166,22 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "eval")]
+    #[test]
+    fn prod_6_the_eval_table_sets_the_cell_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[eval]\nidle_timeout_seconds = 2\nmax_output_bytes = 1000\n",
+        )
+        .unwrap();
+        let (config, _) = Config::load(dir.path(), None).unwrap();
+        let options = config.eval.options();
+        assert_eq!(options.idle_timeout, Duration::from_secs(2));
+        assert_eq!(options.max_cell, Duration::from_secs(3600));
+        assert_eq!(options.max_output_bytes, 1000);
+    }
 
     #[test]
     fn prod_6_no_file_means_defaults() {

@@ -31,6 +31,8 @@ pub use tools_ask;
 #[cfg(feature = "ast")]
 pub use tools_ast;
 pub use tools_core;
+#[cfg(feature = "eval")]
+pub use tools_eval;
 #[cfg(feature = "lsp")]
 pub use tools_lsp;
 #[cfg(feature = "vibe")]

@@ -23,6 +23,8 @@ pub struct RunBuilder {
     lsp: Option<tools_lsp::LspSupervisor>,
     #[cfg(feature = "vibe")]
     vibe: Option<(tools_vibe::VibeConfig, Surface)>,
+    #[cfg(feature = "eval")]
+    eval: Option<tools_eval::EvalOptions>,
 }
 
 impl RunBuilder {
@@ -39,7 +41,16 @@ impl RunBuilder {
             lsp: None,
             #[cfg(feature = "vibe")]
             vibe: None,
+            #[cfg(feature = "eval")]
+            eval: None,
         }
+    }
+
+    /// Binds a kernel factory: `eval` is registered, and the run's shutdown stops its kernels.
+    #[cfg(feature = "eval")]
+    pub fn with_eval(mut self, options: tools_eval::EvalOptions) -> Self {
+        self.eval = Some(options);
+        self
     }
 
     /// Binds a language-server supervisor: `lsp` and `lsp_rename` are registered (LSP-1).
@@ -115,6 +126,10 @@ impl RunBuilder {
             );
             tools_vibe::register(&mut builder, &roster);
         }
+        #[cfg(feature = "eval")]
+        if let Some(options) = self.eval {
+            tools_eval::register(&mut builder, options);
+        }
         builder.build()
     }
 }
@@ -126,8 +141,8 @@ pub fn catalog() -> anyhow::Result<Registry> {
     let port = Arc::new(NoHuman {
         reason: "listing tools only".to_owned(),
     });
-    let builder =
-        with_every_family(RunBuilder::new(workspace)).with_ask(port, Duration::from_secs(1));
+    let builder = with_every_factory(with_every_family(RunBuilder::new(workspace)), None)
+        .with_ask(port, Duration::from_secs(1));
     // No server starts: a supervisor does nothing until a call needs it.
     #[cfg(feature = "lsp")]
     let builder = {
@@ -146,6 +161,15 @@ pub fn catalog() -> anyhow::Result<Registry> {
 fn with_every_family(builder: RunBuilder) -> RunBuilder {
     #[cfg(feature = "ast")]
     let builder = builder.with_ast(tools_ast::SearchOptions::default());
+    builder
+}
+
+/// [`with_every_family`] plus the families whose resource starts processes on demand (the
+/// kernels), which are bound to served runs and to the catalog alike.
+fn with_every_factory(builder: RunBuilder, settings: Option<&Settings>) -> RunBuilder {
+    let _ = settings;
+    #[cfg(feature = "eval")]
+    let builder = builder.with_eval(settings.map(|s| s.eval).unwrap_or_default());
     builder
 }
 
@@ -174,6 +198,9 @@ pub struct Settings {
     /// Background workers; vibe mode is on when `enabled` (or `serve --vibe`).
     #[cfg(feature = "vibe")]
     pub vibe: tools_vibe::VibeConfig,
+    /// The kernels' bounds.
+    #[cfg(feature = "eval")]
+    pub eval: tools_eval::EvalOptions,
 }
 
 impl Settings {
@@ -198,6 +225,8 @@ impl Settings {
             lsp: config.lsp.clone(),
             #[cfg(feature = "vibe")]
             vibe: config.vibe.clone(),
+            #[cfg(feature = "eval")]
+            eval: config.eval.options(),
         })
     }
 
@@ -220,9 +249,10 @@ impl Settings {
         conversation: &str,
     ) -> anyhow::Result<Dispatcher> {
         let workspace = Workspace::new(&self.root)?;
-        let mut builder = with_every_family(RunBuilder::new(workspace))
-            .with_conversation(conversation)
-            .with_sandbox(self.sandbox.clone());
+        let mut builder =
+            with_every_factory(with_every_family(RunBuilder::new(workspace)), Some(self))
+                .with_conversation(conversation)
+                .with_sandbox(self.sandbox.clone());
         if let Some(port) = port {
             builder = builder.with_ask(port, self.ask_expiry);
         }
@@ -297,6 +327,9 @@ mod tests {
                 ("ast_grep", "read"),
                 ("resolve", "write"),
             ]);
+        }
+        if cfg!(feature = "eval") {
+            expected.push(("eval", "exec"));
         }
         if cfg!(feature = "lsp") {
             expected.extend([

@@ -234,15 +234,15 @@ impl ProcessGroup {
         procfs::group_alive(self.pgid)
     }
 
+    /// SIGINTs every process in the group: a kernel's cell stops with `KeyboardInterrupt` and
+    /// the kernel lives on, and what the cell started (`!cmd`) is interrupted with it.
+    pub fn interrupt(&self) {
+        self.signal(Signal::INT);
+    }
+
     /// SIGKILLs every process in the group now.
     pub fn kill(&self) {
         self.signal(Signal::KILL);
-    }
-
-    /// SIGINTs every process in the group (what Ctrl-C does): a worker or a kernel gets the
-    /// chance to stop what it is doing and keep its state.
-    pub fn interrupt(&self) {
-        self.signal(Signal::INT);
     }
 
     /// SIGTERMs every process in the group, without waiting (see [`ProcessGroup::terminate`]

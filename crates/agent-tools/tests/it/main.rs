@@ -6,6 +6,7 @@
 
 mod ast;
 mod cli;
+mod eval;
 mod fuzz;
 mod lifecycle;
 mod lsp;

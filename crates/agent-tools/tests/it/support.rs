@@ -23,6 +23,8 @@ pub enum Person {
     Cancel,
     /// Never answers.
     Hang,
+    /// Accepts with this content after a while.
+    Slow(std::time::Duration, Value),
 }
 
 /// A client that declares elicitation only when it has a person.
@@ -110,6 +112,10 @@ impl ClientHandler for Client {
             }
             Person::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
             Person::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Person::Slow(delay, content) => {
+                tokio::time::sleep(delay).await;
+                Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+            }
             Person::Hang => {
                 futures::future::pending::<()>().await;
                 unreachable!()

@@ -1,0 +1,378 @@
+//! `eval`: runs a cell in the run's persistent Python or JavaScript kernel (EVAL-1…9).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tools_core::{
+    ArgumentError, CallContext, Lane, Tier, Tool, ToolError, ToolOutput, schema_for,
+    schema_signature,
+};
+
+use crate::EvalOptions;
+use crate::kernel::{Ending, Kernel};
+use crate::kernels::Kernels;
+
+/// Run Python or JavaScript in a persistent kernel: variables, imports and loaded data stay
+/// between calls. The last expression of a cell is shown (end it with `;` to hide it);
+/// `display(x)` shows more. pandas DataFrames come back as markdown tables and matplotlib
+/// figures (`plt.show()`, or any figure left open) as images. Python accepts the IPython
+/// idioms `%pip install pkg`, `%cd dir`, `!cmd`, `x = !cmd`, `%%bash`, `%timeit`, `%%timeit`
+/// and `%env`. `tool(name, args)` calls the run's other tools from inside a cell (blocking in
+/// Python, `await tool(...)` in JavaScript) with the same approval as a direct call; it returns
+/// the tool's text (`.structured` holds its data) and raises on a tool error. A cell that
+/// prints nothing for the idle timeout (5 minutes by default; time spent in `tool()` does not
+/// count) is interrupted and the kernel keeps its state. `reset: true` starts a clean kernel.
+/// Python runs under the project's `.venv`/`venv` interpreter when there is one, else
+/// `python3`; JavaScript under `node`, with top-level `await` and re-declarable `const`/`let`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalInput {
+    /// The cell's code.
+    pub code: String,
+    /// What the cell does, 5–10 words; the transcript shows it as the cell's label.
+    pub description: String,
+    /// `python` (the default) or `javascript`.
+    #[serde(default)]
+    pub language: Language,
+    /// Stop the language's kernel and start a clean one before running the cell.
+    #[serde(default)]
+    pub reset: bool,
+}
+
+/// A kernel's language.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    #[default]
+    Python,
+    Javascript,
+}
+
+impl std::fmt::Display for Language {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Language::Python => "Python",
+            Language::Javascript => "JavaScript",
+        })
+    }
+}
+
+/// What a cell did.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EvalOutput {
+    /// The cell's language.
+    pub language: Language,
+    /// The interpreter the kernel runs (a path for Python; `node` for JavaScript).
+    pub interpreter: String,
+    /// Its version.
+    pub version: String,
+    /// The kernel's process id as the kernel sees it (inside a sandbox, its number there).
+    pub pid: u64,
+    /// Whether this cell started a new kernel (the first cell, a `reset`, or after a crash).
+    pub new_kernel: bool,
+    /// Why the previous kernel's state was lost, when it was lost without a `reset`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_lost: Option<String>,
+    /// How many images the result carries.
+    pub images: usize,
+    /// Bytes of output cut from the middle.
+    pub output_cut_bytes: u64,
+    /// How long the cell ran, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// The `eval` tool, bound to a run's kernels.
+#[derive(Debug, Clone)]
+pub struct Eval {
+    kernels: Arc<Kernels>,
+    options: EvalOptions,
+}
+
+impl Eval {
+    /// The tool over `kernels`.
+    pub fn new(kernels: Arc<Kernels>, options: EvalOptions) -> Self {
+        Eval { kernels, options }
+    }
+}
+
+/// EVAL-2: the description is the transcript's label, 5–10 words.
+fn check_description(description: &str) -> Result<(), ToolError> {
+    let words = description.split_whitespace().count();
+    if (5..=10).contains(&words) {
+        return Ok(());
+    }
+    Err(ToolError::Arguments(ArgumentError {
+        tool: "eval".to_owned(),
+        field: "description".to_owned(),
+        problem: format!(
+            "the description must be 5–10 words saying what the cell does (the transcript's \
+             label, e.g. \"load the sales data and plot it\"); `{description}` has {words}"
+        ),
+        expected: schema_signature(&schema_for::<EvalInput>()),
+    }))
+}
+
+impl Tool for Eval {
+    type Input = EvalInput;
+    type Output = EvalOutput;
+    const NAME: &'static str = "eval";
+    const TIER: Tier = Tier::Exec;
+    const LANE: Option<Lane> = Some(Lane::EVAL);
+    const GRACEFUL_CANCEL: bool = true;
+
+    async fn call(
+        &self,
+        context: CallContext,
+        input: EvalInput,
+    ) -> Result<ToolOutput<EvalOutput>, ToolError> {
+        check_description(&input.description)?;
+        let language = input.language;
+        let mut live = self.kernels.live.lock().await;
+        if input.reset {
+            if let Some(kernel) = live.remove(&language) {
+                kernel.stop().await;
+            }
+            self.kernels.lost.lock().await.remove(&language);
+        }
+        let mut new_kernel = false;
+        let kernel = match live.entry(language) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                context.progress(format!("starting the {language} kernel"));
+                let kernel = Kernel::start(language, &self.kernels.launch, &context)
+                    .await
+                    .map_err(|error| ToolError::failed(format!("{error}")))?;
+                new_kernel = true;
+                entry.insert(kernel)
+            }
+        };
+        let state_lost = match new_kernel {
+            true => self.kernels.lost.lock().await.remove(&language),
+            false => None,
+        };
+        let started = std::time::Instant::now();
+        let cell = kernel.execute(&input.code, &context, &self.options).await;
+        let duration = started.elapsed();
+        let mut text = String::new();
+        if new_kernel {
+            text.push_str(&format!(
+                "[new {language} kernel: {} {}, pid {}, ready in {} ms]\n",
+                kernel.interpreter,
+                kernel.version,
+                kernel.pid,
+                kernel.started_in.as_millis()
+            ));
+        }
+        if let Some(why) = &state_lost {
+            text.push_str(&format!(
+                "[the previous {language} kernel {why}; its variables and imports were lost]\n"
+            ));
+        }
+        let output = EvalOutput {
+            language,
+            interpreter: kernel.interpreter.clone(),
+            version: kernel.version.clone(),
+            pid: kernel.pid,
+            new_kernel,
+            state_lost,
+            images: cell.images.len(),
+            output_cut_bytes: cell.transcript.cut_bytes(),
+            duration_ms: duration.as_millis() as u64,
+        };
+        let printed = cell.transcript.render();
+        text.push_str(&printed);
+        let outcome = outcome(language, &printed, cell.images.is_empty(), &cell.ending);
+        if let Some(why) = outcome.kernel_lost {
+            if let Some(kernel) = live.remove(&language) {
+                kernel.stop().await;
+            }
+            self.kernels.lost.lock().await.insert(language, why);
+        }
+        text.push_str(&outcome.text);
+        if outcome.failed {
+            return Err(ToolError::failed(text));
+        }
+        let mut result = ToolOutput::new(text, output);
+        result.images = cell.images;
+        Ok(result)
+    }
+}
+
+/// What a cell's ending adds to its result.
+#[derive(Debug, PartialEq, Eq)]
+struct Outcome {
+    /// Text after what the cell printed.
+    text: String,
+    /// Whether the result is an error.
+    failed: bool,
+    /// Why the kernel is gone, when it is: the next cell says so.
+    kernel_lost: Option<String>,
+}
+
+/// The end of a cell's result: a note, a traceback, or what stopped it and whether the
+/// kernel's state survived (EVAL-8).
+fn outcome(language: Language, printed: &str, no_images: bool, ending: &Ending) -> Outcome {
+    let sep = separator(printed);
+    let failure = |text: String| Outcome {
+        text,
+        failed: true,
+        kernel_lost: None,
+    };
+    match ending {
+        Ending::Done {
+            error: None,
+            images_dropped,
+        } => {
+            let mut text = String::new();
+            if *images_dropped > 0 {
+                text.push_str(&format!(
+                    "\n[{images_dropped} more image(s) not shown: a cell returns at most 8 \
+                     images of 1 MB each]"
+                ));
+            }
+            if printed.is_empty() && no_images {
+                text.push_str("(no output)");
+            }
+            Outcome {
+                text,
+                failed: false,
+                kernel_lost: None,
+            }
+        }
+        Ending::Done {
+            error: Some(traceback),
+            ..
+        } => failure(format!("{sep}{traceback}")),
+        Ending::Interrupted(stop) => failure(format!(
+            "{sep}[interrupted: {stop}; the kernel and its state are kept]"
+        )),
+        Ending::Killed(stop) => Outcome {
+            kernel_lost: Some(format!(
+                "was killed because a cell did not stop when interrupted ({stop})"
+            )),
+            ..failure(format!(
+                "{sep}[stopped: {stop}; the cell ignored two interrupts, so the kernel was \
+                 killed and its state is lost; the next cell starts a new kernel]"
+            ))
+        },
+        Ending::Died { how, stderr } => {
+            let last = match stderr.is_empty() {
+                true => String::new(),
+                false => format!("\nits last words:\n{}", stderr.join("\n")),
+            };
+            Outcome {
+                kernel_lost: Some(format!("died ({how})")),
+                ..failure(format!(
+                    "{sep}[the {language} kernel died during the cell: {how}; its state is \
+                     lost and the next cell starts a new kernel]{last}"
+                ))
+            }
+        }
+    }
+}
+
+fn separator(printed: &str) -> &'static str {
+    match printed.is_empty() {
+        true => "",
+        false => "\n",
+    }
+}
+
+impl EvalOptions {
+    /// The options with every default: a 5-minute idle window (EVAL-8), a one-hour cap on one
+    /// cell, and 8 MB of output before a cell is taken for a runaway loop.
+    pub fn new() -> Self {
+        EvalOptions {
+            idle_timeout: Duration::from_secs(300),
+            max_cell: Duration::from_secs(3600),
+            max_output_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::kernel::Stop;
+
+    #[test]
+    fn eval_2_description_must_be_five_to_ten_words() {
+        assert!(check_description("load the data and plot it").is_ok());
+        let error = check_description("plot").unwrap_err().to_string();
+        assert!(error.contains("field `description`"), "{error}");
+        assert!(error.contains("5–10 words"), "{error}");
+        assert!(check_description(&"word ".repeat(11)).is_err());
+    }
+
+    fn check(printed: &str, ending: Ending, expect: &str) {
+        let outcome = outcome(Language::Python, printed, true, &ending);
+        let lost = outcome.kernel_lost.map(|why| format!("\n<lost: {why}>"));
+        let shown = format!(
+            "{}{printed}{}{}",
+            if outcome.failed { "<error> " } else { "" },
+            outcome.text,
+            lost.unwrap_or_default()
+        );
+        assert_eq!(shown, expect);
+    }
+
+    #[test]
+    fn eval_3_a_cell_without_output_says_so() {
+        check(
+            "",
+            Ending::Done {
+                error: None,
+                images_dropped: 0,
+            },
+            "(no output)",
+        );
+        check(
+            "42",
+            Ending::Done {
+                error: None,
+                images_dropped: 2,
+            },
+            "42\n[2 more image(s) not shown: a cell returns at most 8 images of 1 MB each]",
+        );
+    }
+
+    #[test]
+    fn eval_8_endings_say_whether_state_survived() {
+        check(
+            "working",
+            Ending::Interrupted(Stop::Cancelled),
+            "<error> working\n[interrupted: the client cancelled the call; the kernel and its state are kept]",
+        );
+        check(
+            "",
+            Ending::Killed(Stop::Cap(Duration::from_secs(60))),
+            "<error> [stopped: it ran for 60 s (the cap on one cell); the cell ignored two interrupts, so the kernel was killed and its state is lost; the next cell starts a new kernel]\n<lost: was killed because a cell did not stop when interrupted (it ran for 60 s (the cap on one cell))>",
+        );
+        check(
+            "",
+            Ending::Died {
+                how: "exited with status 3".into(),
+                stderr: vec!["boom".into()],
+            },
+            "<error> [the Python kernel died during the cell: exited with status 3; its state is lost and the next cell starts a new kernel]\nits last words:\nboom\n<lost: died (exited with status 3)>",
+        );
+    }
+
+    #[test]
+    fn stops_say_why() {
+        assert_eq!(
+            Stop::Idle(Duration::from_secs(2)).to_string(),
+            "it printed nothing for 2 s (the idle timeout)"
+        );
+    }
+}
