@@ -7,13 +7,15 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 /// The umbrella's family features; each must build alone.
-const FAMILY_FEATURES: &[&str] = &["ask", "ast", "lsp"];
+const FAMILY_FEATURES: &[&str] = &["ask", "ast", "debug", "lsp"];
 
 /// The language servers the tests drive, pinned to the versions the tests were written
 /// against (their messages are part of what the tests check).
 const BASEDPYRIGHT: &str = "basedpyright==1.40.2";
 const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@5.3.0";
 const TYPESCRIPT: &str = "typescript@5.9.3";
+/// The Python debug adapter the debugger tests drive.
+const DEBUGPY: &str = "debugpy==1.8.22";
 
 pub(crate) fn run() -> anyhow::Result<()> {
     let root = crate::project_root();
@@ -105,9 +107,35 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
             root,
         )?;
     }
-    if !which("clangd") {
+    let has_debugpy = Command::new(root.join(".venv/bin/python"))
+        .args(["-c", "import debugpy"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !has_debugpy {
+        let pip = root.join(".venv/bin/pip");
+        step(
+            &pip.display().to_string(),
+            &["install", "--quiet", "--disable-pip-version-check", DEBUGPY],
+            root,
+        )?;
+    }
+    // The debugger tests need lldb-dap (Debian's lldb-19), delve and Go, and gcc for C.
+    let missing: Vec<&str> = [
+        ("clangd", "clangd"),
+        ("lldb-dap-19", "lldb-19"),
+        ("dlv", "delve"),
+        ("go", "golang-go"),
+        ("gcc", "gcc"),
+    ]
+    .into_iter()
+    .filter(|(binary, _)| !which(binary))
+    .map(|(_, package)| package)
+    .collect();
+    if !missing.is_empty() {
         step("apt-get", &["update", "-qq"], root)?;
-        step("apt-get", &["install", "-y", "-qq", "clangd"], root)?;
+        let mut args = vec!["install", "-y", "-qq"];
+        args.extend(missing);
+        step("apt-get", &args, root)?;
     }
     let node_bin = root.join(".tools/node/node_modules/.bin");
     if !node_bin.join("typescript-language-server").is_file() || !node_bin.join("tsc").is_file() {

@@ -33,6 +33,12 @@ pub struct Config {
     /// serves every build.
     #[cfg(not(feature = "lsp"))]
     pub lsp: Option<toml::Table>,
+    /// The debugger: the session TTL (`session_ttl_seconds`, DBG-4) and its timeouts.
+    #[cfg(feature = "debug")]
+    pub debug: tools_debug::DebugConfig,
+    /// A build without the `debug` feature accepts the table and ignores it.
+    #[cfg(not(feature = "debug"))]
+    pub debug: Option<toml::Table>,
 }
 
 /// The `[ask]` table.

@@ -21,6 +21,8 @@ pub struct RunBuilder {
     ast: Option<tools_ast::SearchOptions>,
     #[cfg(feature = "lsp")]
     lsp: Option<tools_lsp::LspSupervisor>,
+    #[cfg(feature = "debug")]
+    debug: Option<tools_debug::DebugSupervisor>,
 }
 
 impl RunBuilder {
@@ -35,6 +37,8 @@ impl RunBuilder {
             ast: None,
             #[cfg(feature = "lsp")]
             lsp: None,
+            #[cfg(feature = "debug")]
+            debug: None,
         }
     }
 
@@ -43,6 +47,14 @@ impl RunBuilder {
     #[cfg(feature = "lsp")]
     pub fn with_lsp(mut self, supervisor: tools_lsp::LspSupervisor) -> Self {
         self.lsp = Some(supervisor);
+        self
+    }
+
+    /// Binds a debug-session supervisor: `debug` is registered (DBG-1; the conversation id
+    /// is always there). Which adapters can run is decided at call time (CORE-2).
+    #[cfg(feature = "debug")]
+    pub fn with_debug(mut self, supervisor: tools_debug::DebugSupervisor) -> Self {
+        self.debug = Some(supervisor);
         self
     }
 
@@ -91,6 +103,10 @@ impl RunBuilder {
         if let Some(supervisor) = &self.lsp {
             tools_lsp::register(&mut builder, supervisor);
         }
+        #[cfg(feature = "debug")]
+        if let Some(supervisor) = &self.debug {
+            tools_debug::register(&mut builder, supervisor);
+        }
         builder.build()
     }
 }
@@ -120,6 +136,9 @@ pub fn catalog() -> anyhow::Result<Registry> {
 fn with_every_family(builder: RunBuilder) -> RunBuilder {
     #[cfg(feature = "ast")]
     let builder = builder.with_ast(tools_ast::SearchOptions::default());
+    // No adapter starts: a supervisor does nothing until `launch`.
+    #[cfg(feature = "debug")]
+    let builder = builder.with_debug(tools_debug::DebugSupervisor::new(Default::default()));
     builder
 }
 
@@ -145,6 +164,9 @@ pub struct Settings {
     /// The language servers' configuration.
     #[cfg(feature = "lsp")]
     pub lsp: tools_lsp::LspConfig,
+    /// The debugger's configuration.
+    #[cfg(feature = "debug")]
+    pub debug: tools_debug::DebugConfig,
 }
 
 impl Settings {
@@ -167,6 +189,8 @@ impl Settings {
             sandbox: Some(config.sandbox.command.clone()).filter(|argv| !argv.is_empty()),
             #[cfg(feature = "lsp")]
             lsp: config.lsp.clone(),
+            #[cfg(feature = "debug")]
+            debug: config.debug.clone(),
         })
     }
 
@@ -202,6 +226,11 @@ impl Settings {
             let supervisor =
                 tools_lsp::LspSupervisor::new(builder.workspace.root(), self.lsp.clone())?;
             builder = builder.with_lsp(supervisor);
+        }
+        // One supervisor per dispatcher, so per conversation (DBG-4).
+        #[cfg(feature = "debug")]
+        {
+            builder = builder.with_debug(tools_debug::DebugSupervisor::new(self.debug.clone()));
         }
         let options = DispatcherOptions {
             surface: self.surface,
@@ -262,6 +291,9 @@ mod tests {
                 ("ast_grep", "read"),
                 ("resolve", "write"),
             ]);
+        }
+        if cfg!(feature = "debug") {
+            expected.push(("debug", "exec"));
         }
         if cfg!(feature = "lsp") {
             expected.extend([

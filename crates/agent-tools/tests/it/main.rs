@@ -6,6 +6,8 @@
 
 mod ast;
 mod cli;
+#[cfg(feature = "debug")]
+mod debug;
 mod fuzz;
 mod lifecycle;
 mod lsp;
