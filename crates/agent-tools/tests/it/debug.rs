@@ -508,3 +508,149 @@ async fn dbg_4_no_adapter_or_debuggee_outlives_a_killed_serve() {
         "left behind after SIGKILL of serve: {left:?}"
     );
 }
+
+const C_PROGRAM: &str = r#"#include <stdio.h>
+#include <string.h>
+
+struct point {
+    int x;
+    int y;
+};
+
+static int twice(int n) {
+    int result = n * 2;
+    return result;
+}
+
+int main(void) {
+    int items[120];
+    for (int i = 0; i < 120; i++) items[i] = i;
+    char text[2001];
+    memset(text, 'y', 2000);
+    text[2000] = '\0';
+    struct point p = {3, 4};
+    printf("hello from c\n");
+    fflush(stdout);
+    int value = twice(p.x);
+    printf("value %d\n", value);
+    return 7;
+}
+"#;
+
+/// The reference a `variables`/`scopes` line gives for `name`.
+fn reference_of(listing: &str, name: &str) -> i64 {
+    listing
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .and_then(|l| l.rsplit("reference ").next())
+        .and_then(|r| r.trim_end_matches([')', ']']).parse().ok())
+        .unwrap_or_else(|| panic!("no reference for {name}: {listing}"))
+}
+
+#[tokio::test]
+async fn dbg_5_lldb_end_to_end_with_a_c_program() {
+    if !lldb_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            ("CMakeLists.txt", "project(app C)\n"),
+            ("main.c", C_PROGRAM),
+        ],
+    );
+    let built = std::process::Command::new("gcc")
+        .args(["-g", "-O0", "-o", "app", "main.c"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let server = start(root).await;
+    debug(
+        &server,
+        json!({"operation": "breakpoints", "file": "main.c", "lines": [23]}),
+    )
+    .await;
+    let (stop, data) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
+    assert!(
+        stop.contains("with lldb (inferred from the program)"),
+        "{stop}"
+    );
+    assert!(
+        stop.contains("breakpoints in main.c: 23 verified"),
+        "{stop}"
+    );
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    assert!(stop.contains("at main.c:23 in main"), "{stop}");
+    assert!(
+        stop.contains(">   23 |     int value = twice(p.x);"),
+        "{stop}"
+    );
+    assert_eq!(data["adapter"], "lldb");
+    let frame = data["stopped"]["frame_id"].as_i64().unwrap();
+
+    let refused = debug_error(&server, json!({"operation": "launch", "program": "app"})).await;
+    assert!(refused.contains("already running"), "{refused}");
+
+    let (stack, _) = debug(&server, json!({"operation": "stack"})).await;
+    assert!(stack.contains("main at main.c:23"), "{stack}");
+
+    let (scopes, _) = debug(&server, json!({"operation": "scopes", "frame_id": frame})).await;
+    let locals = reference_of(&scopes, "Locals");
+    let (variables, _) = debug(
+        &server,
+        json!({"operation": "variables", "reference": locals}),
+    )
+    .await;
+    let (fields, _) = debug(
+        &server,
+        json!({"operation": "variables", "reference": reference_of(&variables, "p")}),
+    )
+    .await;
+    assert!(
+        fields.contains("x (int) = 3") && fields.contains("y (int) = 4"),
+        "{fields}"
+    );
+    let (children, _) = debug(
+        &server,
+        json!({"operation": "variables", "reference": reference_of(&variables, "items")}),
+    )
+    .await;
+    assert!(
+        children.contains("70 more children not shown"),
+        "{children}"
+    );
+    let text_line = variables.lines().find(|l| l.starts_with("text ")).unwrap();
+    assert!(text_line.contains("more characters cut"), "{text_line}");
+
+    let (value, _) = debug(
+        &server,
+        json!({"operation": "evaluate", "expression": "p.x + 1", "frame_id": frame}),
+    )
+    .await;
+    assert!(value.starts_with("p.x + 1 = 4"), "{value}");
+
+    let (inside, _) = debug(&server, json!({"operation": "step_in"})).await;
+    assert!(inside.contains("at main.c:10 in twice"), "{inside}");
+    let (over, _) = debug(&server, json!({"operation": "step_over"})).await;
+    assert!(over.contains("at main.c:11 in twice"), "{over}");
+    let (out, _) = debug(&server, json!({"operation": "step_out"})).await;
+    assert!(out.contains("in main"), "{out}");
+
+    let (exit, data) = debug(&server, json!({"operation": "continue"})).await;
+    assert!(exit.contains("the program exited with code 7"), "{exit}");
+    assert!(exit.contains("value 6"), "{exit}");
+    assert_eq!(data["exit_code"], 7);
+    only_the_server_left(&server).await;
+
+    // Terminate in the middle of a second session leaves nothing behind either.
+    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    let (output, _) = debug(&server, json!({"operation": "output"})).await;
+    assert!(output.contains("no output since the last call"), "{output}");
+    debug(&server, json!({"operation": "terminate"})).await;
+    only_the_server_left(&server).await;
+    nothing_left(server).await;
+}
