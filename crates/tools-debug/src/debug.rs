@@ -695,6 +695,21 @@ impl Debug {
             adapter: Some(session.adapter),
             ..DebugOutput::default()
         };
+        if matches!(
+            session.run_state(),
+            RunState::Ended(_) | RunState::Exited(None)
+        ) {
+            // Some adapters (delve) tell the exit code only while the session is being
+            // ended: end it now, then read the state.
+            let state = session.run_state();
+            self.supervisor
+                .finish(
+                    conversation,
+                    format!("{} {}", session.program, state.describe()),
+                )
+                .await;
+            session.wait_exit_code(Duration::from_millis(500)).await;
+        }
         let state = session.run_state();
         output.state = Some(state.describe());
         match (&state, waited) {

@@ -79,6 +79,8 @@ struct State {
     debuggee_pid: Option<u32>,
     /// Grows with every stop, exit or end (never with other events).
     settled: u64,
+    /// The connection to the adapter ended.
+    closed: bool,
 }
 
 impl State {
@@ -92,6 +94,7 @@ impl State {
             partial_line: String::new(),
             debuggee_pid: None,
             settled: 0,
+            closed: false,
         }
     }
 
@@ -133,6 +136,7 @@ impl State {
     fn update(&mut self, incoming: Incoming) -> bool {
         match incoming {
             Incoming::Closed => {
+                self.closed = true;
                 if self.run.is_live() {
                     self.run = RunState::Ended("the adapter closed the connection".to_owned());
                 }
@@ -172,10 +176,22 @@ impl State {
                 "output" => {
                     let output: OutputEvent = dap::body(event.body);
                     match output.category.as_deref() {
-                        Some("telemetry") | Some("important") => {}
-                        _ => self.add_output(&output.output),
+                        // The adapter's own messages are not the program's output (DBG-5
+                        // `output` is its stdout and stderr), but delve tells the exit code
+                        // only there, after `terminated`.
+                        Some("console") => match console_exit_code(&output.output) {
+                            Some(code) if !matches!(self.run, RunState::Exited(Some(_))) => {
+                                self.run = RunState::Exited(Some(code));
+                                true
+                            }
+                            _ => false,
+                        },
+                        Some("telemetry") | Some("important") => false,
+                        _ => {
+                            self.add_output(&output.output);
+                            false
+                        }
                     }
-                    false
                 }
                 _ => false,
             },
@@ -268,6 +284,9 @@ impl Session {
         let sink: Sink = {
             let state = Arc::clone(&state);
             Arc::new(move |incoming: Incoming| {
+                if let Incoming::Event(event) = &incoming {
+                    tracing::debug!(event = %event.event, body = %event.body, "adapter event");
+                }
                 let bump = state.lock().map(|mut s| s.apply(incoming)).unwrap_or(true);
                 if bump {
                     changed.send_modify(|epoch| *epoch += 1);
@@ -647,6 +666,22 @@ impl Session {
         }
     }
 
+    /// After the session ended without an exit code: waits up to `grace` for one (delve sends
+    /// it after `terminated`).
+    pub(crate) async fn wait_exit_code(&self, grace: Duration) {
+        let mut changes = self.changes.clone();
+        let deadline = Instant::now() + grace;
+        loop {
+            if matches!(self.run_state(), RunState::Exited(Some(_))) {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return,
+            }
+        }
+    }
+
     /// The output since it was last taken, and how many characters were cut from it.
     pub(crate) fn take_output(&self) -> (String, usize) {
         let mut state = self.lock();
@@ -668,9 +703,11 @@ impl Session {
     /// adapter's process group and the debuggee's, which may have left it (debugpy starts its
     /// debuggee in a group of its own). Leaves no process behind.
     pub(crate) async fn end(&self) {
-        let attached = matches!(self.program.as_str(), p if p.starts_with("port "));
-        let live = self.lock().run.is_live();
-        if live || attached {
+        let attached = self.program.starts_with("port ");
+        // Even after `terminated`, the adapter is told: delve reports the exit code and
+        // cleans up its build only when disconnected.
+        let open = !self.lock().closed;
+        if open {
             let _ = self
                 .transport
                 .request(
@@ -697,6 +734,19 @@ impl Session {
             state.run = RunState::Ended("terminated".to_owned());
         }
     }
+}
+
+/// The exit code in an adapter's console message "Process 1234 has exited with status 7"
+/// (delve) or "Process 1234 exited with status = 7" (lldb).
+fn console_exit_code(message: &str) -> Option<i64> {
+    let rest = message.trim().strip_prefix("Process ")?;
+    let (_, status) = rest.split_once("exited with status")?;
+    status
+        .trim_start_matches([' ', '='])
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// SIGKILLs a debuggee we launched that may have left the adapter's group, and its own group.
@@ -761,6 +811,19 @@ mod tests {
         assert_eq!(state.output.chars().count(), OUTPUT_HELD_CHARS);
         assert_eq!(state.output_cut, 3);
         assert_eq!(state.tail, ["a"]);
+    }
+
+    #[test]
+    fn delve_and_lldb_say_the_exit_code_on_the_console() {
+        assert_eq!(
+            console_exit_code("Process 12812 has exited with status 7\n"),
+            Some(7)
+        );
+        assert_eq!(
+            console_exit_code("Process 9 exited with status = 1 (0x00000001)"),
+            Some(1)
+        );
+        assert_eq!(console_exit_code("Detaching"), None);
     }
 
     #[test]

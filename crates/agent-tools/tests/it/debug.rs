@@ -654,3 +654,118 @@ async fn dbg_5_lldb_end_to_end_with_a_c_program() {
     only_the_server_left(&server).await;
     nothing_left(server).await;
 }
+
+const GO_PROGRAM: &str = r#"package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+type point struct {
+	X int
+	Y int
+}
+
+func twice(n int) int {
+	result := n * 2
+	return result
+}
+
+func main() {
+	items := make([]int, 120)
+	for i := range items {
+		items[i] = i
+	}
+	text := strings.Repeat("y", 2000)
+	p := point{X: 3, Y: 4}
+	fmt.Println("hello from go", len(text))
+	value := twice(p.X)
+	fmt.Println("value", value)
+	os.Exit(7)
+}
+"#;
+
+#[tokio::test]
+async fn dbg_5_delve_end_to_end_with_a_go_package() {
+    if !delve_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            ("go.mod", "module example.com/app\n\ngo 1.19\n"),
+            ("main.go", GO_PROGRAM),
+            // A cold Go build can take a while.
+            (
+                "agent-tools.toml",
+                "[debug]\nstart_timeout_seconds = 180\nstop_timeout_seconds = 180\n",
+            ),
+        ],
+    );
+    let server = start(root).await;
+    debug(
+        &server,
+        json!({"operation": "breakpoints", "file": "main.go", "lines": [27]}),
+    )
+    .await;
+    let (stop, data) = debug(&server, json!({"operation": "launch", "program": "."})).await;
+    assert!(
+        stop.contains("with delve (inferred from the program)"),
+        "{stop}"
+    );
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    assert!(stop.contains("at main.go:27 in main.main"), "{stop}");
+    assert!(stop.contains(">   27 | \tvalue := twice(p.X)"), "{stop}");
+    assert_eq!(data["adapter"], "delve");
+    let frame = data["stopped"]["frame_id"].as_i64().unwrap();
+
+    let (stack, _) = debug(&server, json!({"operation": "stack"})).await;
+    assert!(stack.contains("main.main at main.go:27"), "{stack}");
+    let (scopes, _) = debug(&server, json!({"operation": "scopes", "frame_id": frame})).await;
+    let locals = reference_of(&scopes, "Locals");
+    let (variables, _) = debug(
+        &server,
+        json!({"operation": "variables", "reference": locals}),
+    )
+    .await;
+    let (fields, _) = debug(
+        &server,
+        json!({"operation": "variables", "reference": reference_of(&variables, "p")}),
+    )
+    .await;
+    assert!(
+        fields.contains("X (int) = 3") && fields.contains("Y (int) = 4"),
+        "{fields}"
+    );
+    let (children, _) = debug(
+        &server,
+        json!({"operation": "variables", "reference": reference_of(&variables, "items")}),
+    )
+    .await;
+    assert!(children.contains("more children not shown"), "{children}");
+
+    let (value, _) = debug(
+        &server,
+        json!({"operation": "evaluate", "expression": "p.X + 1", "frame_id": frame}),
+    )
+    .await;
+    assert!(value.starts_with("p.X + 1 = 4"), "{value}");
+
+    let (inside, _) = debug(&server, json!({"operation": "step_in"})).await;
+    assert!(inside.contains("in main.twice"), "{inside}");
+    let (over, _) = debug(&server, json!({"operation": "step_over"})).await;
+    assert!(over.contains("at main.go:15 in main.twice"), "{over}");
+    let (out, _) = debug(&server, json!({"operation": "step_out"})).await;
+    assert!(out.contains("in main.main"), "{out}");
+
+    let (exit, data) = debug(&server, json!({"operation": "continue"})).await;
+    assert!(exit.contains("the program exited with code 7"), "{exit}");
+    assert!(exit.contains("value 6"), "{exit}");
+    assert_eq!(data["exit_code"], 7);
+    only_the_server_left(&server).await;
+    nothing_left(server).await;
+}
