@@ -440,6 +440,8 @@ impl Debug {
         .await
         .map_err(|error| ToolError::failed(format!("{} did not start: {error}", shown)))?;
         let session = self.supervisor.install(conversation, session);
+        // The handshake is done: the program runs, unless it already stopped or exited.
+        session.mark_running(0);
         let mut head = format!(
             "{} {shown} with {chosen}\n",
             if operation == Operation::Attach {

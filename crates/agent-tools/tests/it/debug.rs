@@ -769,3 +769,64 @@ async fn dbg_5_delve_end_to_end_with_a_go_package() {
     only_the_server_left(&server).await;
     nothing_left(server).await;
 }
+
+#[tokio::test]
+async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pauses_it() {
+    if !debugpy_available() {
+        return;
+    }
+    let dir = python_project("[debug]\nstop_timeout_seconds = 2\n");
+    write_files(dir.path(), &[("loop.py", LOOP)]);
+    let server = start(dir.path()).await;
+    let (running, data) = debug(
+        &server,
+        json!({"operation": "launch", "program": "loop.py"}),
+    )
+    .await;
+    assert!(
+        running.contains("still running after 2s; the program keeps running"),
+        "{running}"
+    );
+    assert_eq!(data["state"], "running");
+    let refused = debug_error(&server, json!({"operation": "step_over"})).await;
+    assert!(
+        refused.contains("`step_over` needs the program stopped, and it is running"),
+        "{refused}"
+    );
+    let (paused, _) = debug(&server, json!({"operation": "pause"})).await;
+    assert!(paused.contains("stopped: pause"), "{paused}");
+    assert!(paused.contains("loop.py:"), "{paused}");
+
+    // GRACEFUL_CANCEL: a cancelled `continue` pauses the program before it returns.
+    let params = rmcp::model::CallToolRequestParams::new("debug").with_arguments(
+        json!({"operation": "continue"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let call = server
+        .service
+        .send_cancellable_request(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    call.cancel(Some("enough".into())).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let (status, _) = debug(&server, json!({"operation": "status"})).await;
+        if status.contains("stopped (pause)") || std::time::Instant::now() > deadline {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        status.contains("session: loop.py with debugpy, stopped (pause)"),
+        "{status}"
+    );
+    debug(&server, json!({"operation": "terminate"})).await;
+    only_the_server_left(&server).await;
+    nothing_left(server).await;
+}
