@@ -16,13 +16,15 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
 ];
 
 /// The umbrella's family features; each must build alone.
-const FAMILY_FEATURES: &[&str] = &["ask", "ast", "eval", "lsp", "vibe"];
+const FAMILY_FEATURES: &[&str] = &["ask", "ast", "debug", "eval", "lsp", "vibe"];
 
 /// The language servers the tests drive, pinned to the versions the tests were written
 /// against (their messages are part of what the tests check).
 const BASEDPYRIGHT: &str = "basedpyright==1.40.2";
 const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@5.3.0";
 const TYPESCRIPT: &str = "typescript@5.9.3";
+/// The Python debug adapter the debugger tests drive.
+const DEBUGPY: &str = "debugpy==1.8.22";
 
 pub(crate) fn run() -> anyhow::Result<()> {
     let root = crate::project_root();
@@ -132,12 +134,32 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
         args.extend(&missing);
         step(&pip, &args, root)?;
     }
-    // clangd for the language-server tests, bubblewrap for the eval sandbox test (EVAL-9).
-    let debian: Vec<&str> = [("clangd", "clangd"), ("bwrap", "bubblewrap")]
-        .into_iter()
-        .filter(|(binary, _)| !which(binary))
-        .map(|(_, package)| package)
-        .collect();
+    let has_debugpy = Command::new(root.join(".venv/bin/python"))
+        .args(["-c", "import debugpy"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !has_debugpy {
+        let pip = root.join(".venv/bin/pip");
+        step(
+            &pip.display().to_string(),
+            &["install", "--quiet", "--disable-pip-version-check", DEBUGPY],
+            root,
+        )?;
+    }
+    // clangd for the language-server tests, bubblewrap for the eval sandbox test (EVAL-9),
+    // lldb-dap (Debian's lldb-19), delve, Go and gcc for the debugger tests.
+    let debian: Vec<&str> = [
+        ("clangd", "clangd"),
+        ("bwrap", "bubblewrap"),
+        ("lldb-dap-19", "lldb-19"),
+        ("dlv", "delve"),
+        ("go", "golang-go"),
+        ("gcc", "gcc"),
+    ]
+    .into_iter()
+    .filter(|(binary, _)| !which(binary))
+    .map(|(_, package)| package)
+    .collect();
     if !debian.is_empty() {
         step("apt-get", &["update", "-qq"], root)?;
         let mut args = vec!["install", "-y", "-qq"];

@@ -45,6 +45,12 @@ pub struct Config {
     /// A build without the `vibe` feature accepts the table and ignores it.
     #[cfg(not(feature = "vibe"))]
     pub vibe: Option<toml::Table>,
+    /// The debugger: the session TTL (`session_ttl_seconds`, DBG-4) and its timeouts.
+    #[cfg(feature = "debug")]
+    pub debug: tools_debug::DebugConfig,
+    /// A build without the `debug` feature accepts the table and ignores it.
+    #[cfg(not(feature = "debug"))]
+    pub debug: Option<toml::Table>,
 }
 
 /// The `[ask]` table.

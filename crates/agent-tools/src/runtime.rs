@@ -25,6 +25,8 @@ pub struct RunBuilder {
     vibe: Option<(tools_vibe::VibeConfig, Surface)>,
     #[cfg(feature = "eval")]
     eval: Option<tools_eval::EvalOptions>,
+    #[cfg(feature = "debug")]
+    debug: Option<tools_debug::DebugSupervisor>,
 }
 
 impl RunBuilder {
@@ -43,6 +45,8 @@ impl RunBuilder {
             vibe: None,
             #[cfg(feature = "eval")]
             eval: None,
+            #[cfg(feature = "debug")]
+            debug: None,
         }
     }
 
@@ -58,6 +62,14 @@ impl RunBuilder {
     #[cfg(feature = "lsp")]
     pub fn with_lsp(mut self, supervisor: tools_lsp::LspSupervisor) -> Self {
         self.lsp = Some(supervisor);
+        self
+    }
+
+    /// Binds a debug-session supervisor: `debug` is registered (DBG-1; the conversation id
+    /// is always there). Which adapters can run is decided at call time (CORE-2).
+    #[cfg(feature = "debug")]
+    pub fn with_debug(mut self, supervisor: tools_debug::DebugSupervisor) -> Self {
+        self.debug = Some(supervisor);
         self
     }
 
@@ -130,6 +142,10 @@ impl RunBuilder {
         if let Some(options) = self.eval {
             tools_eval::register(&mut builder, options);
         }
+        #[cfg(feature = "debug")]
+        if let Some(supervisor) = &self.debug {
+            tools_debug::register(&mut builder, supervisor);
+        }
         builder.build()
     }
 }
@@ -161,6 +177,9 @@ pub fn catalog() -> anyhow::Result<Registry> {
 fn with_every_family(builder: RunBuilder) -> RunBuilder {
     #[cfg(feature = "ast")]
     let builder = builder.with_ast(tools_ast::SearchOptions::default());
+    // No adapter starts: a supervisor does nothing until `launch`.
+    #[cfg(feature = "debug")]
+    let builder = builder.with_debug(tools_debug::DebugSupervisor::new(Default::default()));
     builder
 }
 
@@ -201,6 +220,9 @@ pub struct Settings {
     /// The kernels' bounds.
     #[cfg(feature = "eval")]
     pub eval: tools_eval::EvalOptions,
+    /// The debugger's configuration.
+    #[cfg(feature = "debug")]
+    pub debug: tools_debug::DebugConfig,
 }
 
 impl Settings {
@@ -227,6 +249,8 @@ impl Settings {
             vibe: config.vibe.clone(),
             #[cfg(feature = "eval")]
             eval: config.eval.options(),
+            #[cfg(feature = "debug")]
+            debug: config.debug.clone(),
         })
     }
 
@@ -267,6 +291,11 @@ impl Settings {
         #[cfg(feature = "vibe")]
         if self.vibe.enabled {
             builder = builder.with_vibe(self.vibe.clone(), self.surface);
+        }
+        // One supervisor per dispatcher, so per conversation (DBG-4).
+        #[cfg(feature = "debug")]
+        {
+            builder = builder.with_debug(tools_debug::DebugSupervisor::new(self.debug.clone()));
         }
         let options = DispatcherOptions {
             surface: self.surface,
@@ -330,6 +359,9 @@ mod tests {
         }
         if cfg!(feature = "eval") {
             expected.push(("eval", "exec"));
+        }
+        if cfg!(feature = "debug") {
+            expected.push(("debug", "exec"));
         }
         if cfg!(feature = "lsp") {
             expected.extend([

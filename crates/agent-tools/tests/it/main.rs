@@ -6,6 +6,8 @@
 
 mod ast;
 mod cli;
+#[cfg(feature = "debug")]
+mod debug;
 mod eval;
 mod fuzz;
 mod lifecycle;
