@@ -99,7 +99,21 @@ fn prod_3_tools_lists_names_tiers_and_schemas() {
         .lines()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(names, ["ask_user", "ast_grep", "lsp", "read"]);
+    // Everything this build can serve on the surface, vibe mode's tools included.
+    assert_eq!(
+        names,
+        [
+            "ask_user",
+            "ast_grep",
+            "lsp",
+            "read",
+            "vibe_kill",
+            "vibe_list",
+            "vibe_send",
+            "vibe_spawn",
+            "vibe_wait"
+        ]
+    );
     // Each line is a whole first sentence, never cut where the doc comment wraps.
     for line in listing.lines() {
         assert!(line.ends_with('.'), "{line}");
