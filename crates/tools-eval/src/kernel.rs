@@ -406,11 +406,16 @@ impl Kernel {
                     if step < 2 {
                         self.interrupt(step).await;
                         stopping = Some((stop, step + 1, Instant::now() + INTERRUPT_STEP));
-                    } else {
+                    } else if step == 2 {
                         tracing::debug!(pid = self.group.pgid(), "a cell ignored its interrupts");
                         self.group.kill();
                         self.leader.start_kill();
-                        stopping = Some((stop, step + 1, Instant::now() + Duration::from_secs(3600)));
+                        stopping = Some((stop, step + 1, Instant::now() + INTERRUPT_STEP));
+                    } else {
+                        // Killed, but something that left the group still holds the pipe:
+                        // the kernel is gone all the same.
+                        cell.ending = Ending::Killed(stop);
+                        return cell;
                     }
                 }
             }
