@@ -153,6 +153,22 @@ async fn eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image() {
         body(&table),
         "|    |   a | b   |\n|---:|----:|:----|\n|  0 |   1 | x   |\n|  1 |   2 | y   |\n[DataFrame 2 × 2]"
     );
+    let series = ok(&server, cell("df['a'] * 10")).await;
+    assert_eq!(
+        series,
+        "|    |   a |\n|---:|----:|\n|  0 |  10 |\n|  1 |  20 |\n[DataFrame 2 × 1]"
+    );
+    let long = ok(&server, cell("pd.DataFrame({'n': range(100)})")).await;
+    assert!(
+        long.contains("(70 rows in the middle not shown)\n[DataFrame 100 × 1]"),
+        "{long}"
+    );
+    let markdown = ok(
+        &server,
+        cell("class Note:\n    def _repr_markdown_(self):\n        return '**bold** note'\ndisplay(Note(), 'plain')"),
+    )
+    .await;
+    assert_eq!(markdown, "**bold** note\n'plain'");
     let result = eval(
         &server,
         cell("import matplotlib.pyplot as plt\nplt.figure(figsize=(4, 3))\nplt.plot([1, 3, 2])\nplt.show()"),
@@ -535,6 +551,21 @@ async fn eval_no_kernel_outlives_a_killed_server() {
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
     let left = until_processes(&server.mark, <[String]>::is_empty).await;
     assert!(left.is_empty(), "left behind after SIGKILL: {left:?}");
+}
+
+#[tokio::test]
+async fn eval_sigterm_stops_serve_and_its_kernels() {
+    if !python_ready() || !node_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(2);
+    let server = start(&root).await;
+    ok(&server, cell("1")).await;
+    ok(&server, js("1")).await;
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
 }
 
 #[tokio::test]
