@@ -156,7 +156,7 @@ async fn eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image() {
     let series = ok(&server, cell("df['a'] * 10")).await;
     assert_eq!(
         series,
-        "|    |   a |\n|---:|----:|\n|  0 |  10 |\n|  1 |  20 |\n[DataFrame 2 × 1]"
+        "|    |   a |\n|---:|----:|\n|  0 |  10 |\n|  1 |  20 |\n[Series 2]"
     );
     let long = ok(&server, cell("pd.DataFrame({'n': range(100)})")).await;
     assert!(
