@@ -432,6 +432,18 @@ impl Kernel {
         }
     }
 
+    /// If the kernel died while no cell ran (killed for memory, a thread that called
+    /// `os._exit`), how it died.
+    pub(crate) async fn died_idle(&mut self) -> Option<String> {
+        if self.group.leader_runs() {
+            return None;
+        }
+        match self.death().await {
+            Ending::Died { how, .. } => Some(how),
+            _ => None,
+        }
+    }
+
     /// Ends the kernel and its whole group.
     pub(crate) async fn stop(mut self) {
         self.group.kill();

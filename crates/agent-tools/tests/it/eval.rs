@@ -524,6 +524,18 @@ async fn eval_crashes_are_named_and_the_next_cell_starts_clean() {
         "{exited}"
     );
     assert!(body(&ok(&server, cell("1")).await).ends_with('1'));
+    // A kernel that dies between cells is replaced by the next one, which says so.
+    ok(
+        &server,
+        cell("import os, threading\nthreading.Timer(0.2, lambda: os._exit(9)).start()"),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let replaced = ok(&server, cell("2")).await;
+    assert!(
+        replaced.contains("[the previous Python kernel died between cells (exited with status 9); its variables and imports were lost]"),
+        "{replaced}"
+    );
     // reset: a clean kernel, on purpose, says nothing was lost.
     ok(&server, cell("b = 2")).await;
     let reset = ok(
