@@ -473,7 +473,7 @@ fn display(cell: &mut Cell, message: &Value) {
         _ => {
             let text = message["text"].as_str().unwrap_or_default();
             let mut shown = String::new();
-            if !cell.transcript.is_empty() && !ends_with_newline(&cell.transcript) {
+            if !cell.transcript.ends_with_newline() {
                 shown.push('\n');
             }
             shown.push_str(text);
@@ -481,10 +481,6 @@ fn display(cell: &mut Cell, message: &Value) {
             cell.transcript.push(&shown);
         }
     }
-}
-
-fn ends_with_newline(transcript: &Transcript) -> bool {
-    transcript.ends_with_newline()
 }
 
 /// The width and height of a PNG, from its header.
