@@ -742,3 +742,34 @@ async fn eval_8_a_chatty_endless_loop_is_stopped_by_the_output_cap() {
     );
     assert_eq!(ok(&server, cell("kept")).await, "'yes'");
 }
+
+#[tokio::test]
+async fn eval_8_the_cap_on_one_cell_stops_a_busy_printing_cell() {
+    if !python_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(60);
+    let config = std::fs::read_to_string(root.join("agent-tools.toml")).unwrap();
+    write_files(
+        &root,
+        &[(
+            "agent-tools.toml",
+            &format!("{config}max_cell_seconds = 2\n"),
+        )],
+    );
+    let server = start(&root).await;
+    ok(&server, cell("kept = 'yes'")).await;
+    // It prints every 0.1 s, so only the cap can stop it.
+    let stopped = fails(
+        &server,
+        cell("import time\nwhile True:\n    print('.', end='', flush=True)\n    time.sleep(0.1)"),
+    )
+    .await;
+    assert!(
+        stopped.ends_with(
+            "[interrupted: it ran for 2 s (the cap on one cell); the kernel and its state are kept]"
+        ),
+        "{stopped}"
+    );
+    assert_eq!(ok(&server, cell("kept")).await, "'yes'");
+}
