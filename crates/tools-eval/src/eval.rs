@@ -136,6 +136,15 @@ impl Tool for Eval {
             }
             self.kernels.lost.lock().await.remove(&language);
         }
+        if let Some(kernel) = live.get_mut(&language)
+            && let Some(how) = kernel.died_idle().await
+        {
+            if let Some(kernel) = live.remove(&language) {
+                kernel.stop().await;
+            }
+            let why = format!("died between cells ({how})");
+            self.kernels.lost.lock().await.insert(language, why);
+        }
         let mut new_kernel = false;
         let kernel = match live.entry(language) {
             std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),

@@ -406,11 +406,16 @@ impl Kernel {
                     if step < 2 {
                         self.interrupt(step).await;
                         stopping = Some((stop, step + 1, Instant::now() + INTERRUPT_STEP));
-                    } else {
+                    } else if step == 2 {
                         tracing::debug!(pid = self.group.pgid(), "a cell ignored its interrupts");
                         self.group.kill();
                         self.leader.start_kill();
-                        stopping = Some((stop, step + 1, Instant::now() + Duration::from_secs(3600)));
+                        stopping = Some((stop, step + 1, Instant::now() + INTERRUPT_STEP));
+                    } else {
+                        // Killed, but something that left the group still holds the pipe:
+                        // the kernel is gone all the same.
+                        cell.ending = Ending::Killed(stop);
+                        return cell;
                     }
                 }
             }
@@ -424,6 +429,18 @@ impl Kernel {
         Ending::Died {
             how,
             stderr: self.stderr.last(10),
+        }
+    }
+
+    /// If the kernel died while no cell ran (killed for memory, a thread that called
+    /// `os._exit`), how it died.
+    pub(crate) async fn died_idle(&mut self) -> Option<String> {
+        if self.group.leader_runs() {
+            return None;
+        }
+        match self.death().await {
+            Ending::Died { how, .. } => Some(how),
+            _ => None,
         }
     }
 
@@ -456,7 +473,7 @@ fn display(cell: &mut Cell, message: &Value) {
         _ => {
             let text = message["text"].as_str().unwrap_or_default();
             let mut shown = String::new();
-            if !cell.transcript.is_empty() && !ends_with_newline(&cell.transcript) {
+            if !cell.transcript.ends_with_newline() {
                 shown.push('\n');
             }
             shown.push_str(text);
@@ -464,10 +481,6 @@ fn display(cell: &mut Cell, message: &Value) {
             cell.transcript.push(&shown);
         }
     }
-}
-
-fn ends_with_newline(transcript: &Transcript) -> bool {
-    transcript.ends_with_newline()
 }
 
 /// The width and height of a PNG, from its header.

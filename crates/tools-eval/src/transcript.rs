@@ -106,11 +106,6 @@ impl Transcript {
         }
     }
 
-    /// Whether nothing was kept.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.head.is_none() && self.live.is_empty()
-    }
-
     /// Whether the next text starts on a line of its own.
     pub(crate) fn ends_with_newline(&self) -> bool {
         match (&self.head, self.live.is_empty()) {

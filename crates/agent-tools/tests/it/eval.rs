@@ -37,7 +37,9 @@ fn node_ready() -> bool {
     available("node", ready, "apt-get install nodejs")
 }
 
-/// A workspace whose `.venv` is the test venv, with a 2-second idle window.
+/// A workspace whose `.venv` is the test venv, with an idle window of `idle_seconds`: 2 for
+/// tests of the window itself, a minute where a slow import on a loaded machine must not
+/// count as idle.
 fn python_workspace(idle_seconds: u64) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
@@ -106,7 +108,7 @@ async fn eval_1_state_persists_echo_semicolon_and_the_venv_interpreter() {
     if !python_ready() {
         return;
     }
-    let (_dir, root) = python_workspace(2);
+    let (_dir, root) = python_workspace(60);
     let server = start(&root).await;
     let first = ok(&server, cell("x = 41")).await;
     // The project's .venv wins over python3 on PATH, and the first result names it.
@@ -142,7 +144,7 @@ async fn eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image() {
     if !python_ready() {
         return;
     }
-    let (_dir, root) = python_workspace(2);
+    let (_dir, root) = python_workspace(60);
     let server = start(&root).await;
     let table = ok(
         &server,
@@ -153,6 +155,22 @@ async fn eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image() {
         body(&table),
         "|    |   a | b   |\n|---:|----:|:----|\n|  0 |   1 | x   |\n|  1 |   2 | y   |\n[DataFrame 2 × 2]"
     );
+    let series = ok(&server, cell("df['a'] * 10")).await;
+    assert_eq!(
+        series,
+        "|    |   a |\n|---:|----:|\n|  0 |  10 |\n|  1 |  20 |\n[Series 2]"
+    );
+    let long = ok(&server, cell("pd.DataFrame({'n': range(100)})")).await;
+    assert!(
+        long.contains("(70 rows in the middle not shown)\n[DataFrame 100 × 1]"),
+        "{long}"
+    );
+    let markdown = ok(
+        &server,
+        cell("class Note:\n    def _repr_markdown_(self):\n        return '**bold** note'\ndisplay(Note(), 'plain')"),
+    )
+    .await;
+    assert_eq!(markdown, "**bold** note\n'plain'");
     let result = eval(
         &server,
         cell("import matplotlib.pyplot as plt\nplt.figure(figsize=(4, 3))\nplt.plot([1, 3, 2])\nplt.show()"),
@@ -326,7 +344,7 @@ async fn eval_6_tool_calls_go_through_the_bridge_and_its_gates() {
     if !python_ready() {
         return;
     }
-    let (_dir, root) = python_workspace(2);
+    let (_dir, root) = python_workspace(60);
     // The person allows two cells, refuses the second one's write, then allows the rest.
     let people = vec![
         Person::Accept(json!({"decision": "allow"})),
@@ -488,7 +506,7 @@ async fn eval_crashes_are_named_and_the_next_cell_starts_clean() {
     if !python_ready() {
         return;
     }
-    let (_dir, root) = python_workspace(2);
+    let (_dir, root) = python_workspace(60);
     let server = start(&root).await;
     ok(&server, cell("a = 1")).await;
     let died = fails(&server, cell("import ctypes\nctypes.string_at(0)")).await;
@@ -508,6 +526,18 @@ async fn eval_crashes_are_named_and_the_next_cell_starts_clean() {
         "{exited}"
     );
     assert!(body(&ok(&server, cell("1")).await).ends_with('1'));
+    // A kernel that dies between cells is replaced by the next one, which says so.
+    ok(
+        &server,
+        cell("import os, threading\nthreading.Timer(0.2, lambda: os._exit(9)).start()"),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let replaced = ok(&server, cell("2")).await;
+    assert!(
+        replaced.contains("[the previous Python kernel died between cells (exited with status 9); its variables and imports were lost]"),
+        "{replaced}"
+    );
     // reset: a clean kernel, on purpose, says nothing was lost.
     ok(&server, cell("b = 2")).await;
     let reset = ok(
@@ -525,7 +555,7 @@ async fn eval_no_kernel_outlives_a_killed_server() {
     if !python_ready() {
         return;
     }
-    let (_dir, root) = python_workspace(2);
+    let (_dir, root) = python_workspace(60);
     let server = start(&root).await;
     ok(&server, cell("1")).await;
     let running =
@@ -535,6 +565,21 @@ async fn eval_no_kernel_outlives_a_killed_server() {
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
     let left = until_processes(&server.mark, <[String]>::is_empty).await;
     assert!(left.is_empty(), "left behind after SIGKILL: {left:?}");
+}
+
+#[tokio::test]
+async fn eval_sigterm_stops_serve_and_its_kernels() {
+    if !python_ready() || !node_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(60);
+    let server = start(&root).await;
+    ok(&server, cell("1")).await;
+    ok(&server, js("1")).await;
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
 }
 
 #[tokio::test]
@@ -696,6 +741,37 @@ async fn eval_8_a_chatty_endless_loop_is_stopped_by_the_output_cap() {
         stopped.ends_with("[interrupted: it printed more than 1000000 bytes (the output cap); is it an endless loop?; the kernel and its state are kept]"),
         "{}",
         &stopped[stopped.len() - 300..]
+    );
+    assert_eq!(ok(&server, cell("kept")).await, "'yes'");
+}
+
+#[tokio::test]
+async fn eval_8_the_cap_on_one_cell_stops_a_busy_printing_cell() {
+    if !python_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(60);
+    let config = std::fs::read_to_string(root.join("agent-tools.toml")).unwrap();
+    write_files(
+        &root,
+        &[(
+            "agent-tools.toml",
+            &format!("{config}max_cell_seconds = 2\n"),
+        )],
+    );
+    let server = start(&root).await;
+    ok(&server, cell("kept = 'yes'")).await;
+    // It prints every 0.1 s, so only the cap can stop it.
+    let stopped = fails(
+        &server,
+        cell("import time\nwhile True:\n    print('.', end='', flush=True)\n    time.sleep(0.1)"),
+    )
+    .await;
+    assert!(
+        stopped.ends_with(
+            "[interrupted: it ran for 2 s (the cap on one cell); the kernel and its state are kept]"
+        ),
+        "{stopped}"
     );
     assert_eq!(ok(&server, cell("kept")).await, "'yes'");
 }

@@ -322,7 +322,8 @@ def _figure_png(figure):
     return buffer.getvalue()
 
 
-def _table(frame):
+def _table(frame, kind, shape):
+    """A markdown table of the first and last rows, with the shape stated."""
     rows, shown = len(frame), frame
     note = ""
     if rows > MAX_TABLE_ROWS:
@@ -333,10 +334,7 @@ def _table(frame):
         text = shown.to_markdown()
     except ImportError:
         text = shown.to_string()
-    shape = getattr(frame, "shape", (rows,))
-    kind = type(frame).__name__
-    size = " × ".join(str(n) for n in shape)
-    return "%s%s\n[%s %s]" % (text, note, kind, size)
+    return "%s%s\n[%s %s]" % (text, note, kind, " × ".join(str(n) for n in shape))
 
 
 def render(value):
@@ -345,9 +343,9 @@ def render(value):
     module = getattr(kind, "__module__", "") or ""
     if module.startswith("pandas"):
         if kind.__name__ == "DataFrame":
-            return _emit_text(_table(value), "text/markdown")
+            return _emit_text(_table(value, "DataFrame", value.shape), "text/markdown")
         if kind.__name__ == "Series":
-            return _emit_text(_table(value.to_frame()), "text/markdown")
+            return _emit_text(_table(value.to_frame(), "Series", value.shape), "text/markdown")
     if module.startswith("matplotlib") and hasattr(value, "savefig"):
         _emit_png(_figure_png(value))
         try:

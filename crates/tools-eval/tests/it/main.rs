@@ -1,0 +1,163 @@
+//! tools-eval on its own, over tools-core's dispatcher with no umbrella: a cell's `tool()`
+//! reaches a tool registered beside `eval` through the bridge (CORE-8), and the run's shutdown
+//! stops every kernel (`Run::on_shutdown("kernels", …)`). Needs `python3` (and `node`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tools_core::{
+    ApprovalPolicy, CallContext, Dispatcher, DispatcherOptions, RegistryBuilder, Run, Tier, Tool,
+    ToolCall, ToolError, ToolOutput, ToolResult, Workspace,
+};
+use tools_eval::EvalOptions;
+
+/// Says hello to `name`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct HelloInput {
+    /// Who to greet.
+    name: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct HelloOutput {
+    greeting: String,
+}
+
+struct Hello;
+
+impl Tool for Hello {
+    type Input = HelloInput;
+    type Output = HelloOutput;
+    const NAME: &'static str = "hello";
+    const TIER: Tier = Tier::Read;
+
+    async fn call(
+        &self,
+        _context: CallContext,
+        input: HelloInput,
+    ) -> Result<ToolOutput<HelloOutput>, ToolError> {
+        if input.name.is_empty() {
+            return Err(ToolError::failed("say who to greet"));
+        }
+        let greeting = format!("hello, {}", input.name);
+        Ok(ToolOutput::new(greeting.clone(), HelloOutput { greeting }))
+    }
+}
+
+fn dispatcher(root: &std::path::Path) -> Dispatcher {
+    let mut builder = RegistryBuilder::new(Run::new(Workspace::new(root).unwrap()));
+    builder.register(Hello);
+    tools_eval::register(&mut builder, EvalOptions::default());
+    Dispatcher::new(
+        builder.build(),
+        DispatcherOptions {
+            approval: ApprovalPolicy::Allow,
+            ..DispatcherOptions::default()
+        },
+    )
+}
+
+async fn eval(dispatcher: &Dispatcher, language: &str, code: &str) -> ToolResult {
+    dispatcher
+        .dispatch(ToolCall {
+            name: "eval".into(),
+            arguments: json!({"code": code, "language": language,
+                "description": "a cell of the crate's own tests"}),
+        })
+        .await
+}
+
+fn available(program: &str) -> bool {
+    let found = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        let message = format!("{program} is not installed; the eval tests need it");
+        if std::env::var("CI").is_ok_and(|value| value == "true") {
+            panic!("{message}");
+        }
+        eprintln!("\n!!!!!!!! SKIPPED: {message} !!!!!!!!\n");
+    }
+    found
+}
+
+#[tokio::test]
+async fn eval_6_tool_reaches_a_sibling_tool_through_the_bridge_in_both_languages() {
+    if !available("python3") || !available("node") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dispatcher = dispatcher(dir.path());
+    let python = eval(
+        &dispatcher,
+        "python",
+        "r = tool('hello', {'name': 'cell'})\n(str(r), r.structured)",
+    )
+    .await;
+    assert!(!python.is_error, "{}", python.text);
+    assert!(
+        python
+            .text
+            .ends_with("('hello, cell', {'greeting': 'hello, cell'})"),
+        "{}",
+        python.text
+    );
+    let refused = eval(
+        &dispatcher,
+        "python",
+        "try:\n    tool('hello', {'name': ''})\nexcept ToolError as e:\n    print('error:', e)",
+    )
+    .await;
+    assert_eq!(refused.text, "error: say who to greet");
+    let javascript = eval(
+        &dispatcher,
+        "javascript",
+        "const r = await tool('hello', {name: 'js'}); [String(r), r.structured.greeting]",
+    )
+    .await;
+    assert!(!javascript.is_error, "{}", javascript.text);
+    assert!(
+        javascript.text.ends_with("[ 'hello, js', 'hello, js' ]"),
+        "{}",
+        javascript.text
+    );
+    let missing = eval(
+        &dispatcher,
+        "javascript",
+        "try { await tool('nope', {}) } catch (e) { console.log(e.name, e.message.split(':')[0]) }",
+    )
+    .await;
+    assert_eq!(missing.text, "ToolError unknown tool `nope`");
+    dispatcher.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn the_runs_shutdown_stops_every_kernel() {
+    if !available("python3") || !available("node") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Each kernel reports its pid (on the host, the leader we spawned).
+    let dispatcher = dispatcher(dir.path());
+    let python = eval(&dispatcher, "python", "import os\nos.getpid()").await;
+    let javascript = eval(&dispatcher, "javascript", "process.pid").await;
+    let pids: Vec<u32> = [&python, &javascript]
+        .iter()
+        .map(|result| result.structured.as_ref().unwrap()["pid"].as_u64().unwrap() as u32)
+        .collect();
+    assert!(
+        pids.iter()
+            .all(|pid| tools_process::process_info(*pid).is_some())
+    );
+    let summary = dispatcher.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(summary.stopped, ["kernels"]);
+    for pid in pids {
+        let gone = tools_process::process_info(pid).is_none_or(|info| info.is_zombie());
+        assert!(gone, "kernel {pid} outlived the run");
+    }
+}
