@@ -1,6 +1,7 @@
-//! `cargo xtask bench ast|lsp|diagnostics`: each family's benchmark against its peer, in one run.
+//! `cargo xtask bench ast|lsp|diagnostics|debug`: each family's benchmark against its peer, in one run.
 
 mod ast;
+mod debug;
 mod diagnostics;
 pub(crate) mod lsp;
 
@@ -13,7 +14,10 @@ pub(crate) fn run(what: &str) -> anyhow::Result<()> {
         "ast" => ast::run(),
         "lsp" => lsp::run(),
         "diagnostics" => diagnostics::run(),
-        _ => bail!("unknown benchmark `{what}`: the benchmarks are ast, lsp and diagnostics"),
+        "debug" => debug::run(),
+        _ => {
+            bail!("unknown benchmark `{what}`: the benchmarks are ast, lsp, diagnostics and debug")
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Project automation: `cargo xtask codegen [--check]`, `cargo xtask ci` and
-//! `cargo xtask bench ast|lsp|diagnostics`.
+//! `cargo xtask bench ast|lsp|diagnostics|debug`.
 
 mod bench;
 mod ci;
@@ -22,7 +22,8 @@ fn main() -> ExitCode {
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
                  cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace\n  \
-                 cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes"
+                 cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes\n  \
+                 cargo xtask bench debug         the debug tool against a direct DAP client (debugpy, lldb-dap)"
             );
             return ExitCode::from(2);
         }

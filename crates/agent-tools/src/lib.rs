@@ -31,5 +31,7 @@ pub use tools_ask;
 #[cfg(feature = "ast")]
 pub use tools_ast;
 pub use tools_core;
+#[cfg(feature = "debug")]
+pub use tools_debug;
 #[cfg(feature = "lsp")]
 pub use tools_lsp;
