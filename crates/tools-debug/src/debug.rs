@@ -85,22 +85,39 @@ pub struct DebugInput {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
+    /// Which adapters can run here, and why not.
     Adapters,
+    /// Whether a session runs, and where it stopped.
     Status,
+    /// Sets a file's breakpoints (`file`, `lines`); empty `lines` clears them.
     Breakpoints,
+    /// Starts `program` with `args`, stopping at its breakpoints.
     Launch,
+    /// Attaches to a debugpy listening on `port`.
     Attach,
+    /// Runs to the next stop.
     Continue,
+    /// Stops the program where it is.
     Pause,
+    /// One step, over calls.
     StepOver,
+    /// One step, into a call.
     StepIn,
+    /// Runs until the current function returns.
     StepOut,
+    /// Thread ids and names.
     Threads,
+    /// The frames of a thread (30 at most).
     Stack,
+    /// The scopes of `frame_id`, each with a reference.
     Scopes,
+    /// The children of `reference` (50 at most, values cut at 400 characters).
     Variables,
+    /// Evaluates `expression` in `frame_id` (the top frame when absent).
     Evaluate,
+    /// What the program printed since the last call.
     Output,
+    /// Ends the program and the adapter.
     Terminate,
 }
 
