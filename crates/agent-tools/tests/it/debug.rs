@@ -588,6 +588,7 @@ async fn dbg_5_lldb_end_to_end_with_a_c_program() {
         stop.contains(">   23 |     int value = twice(p.x);"),
         "{stop}"
     );
+    assert!(stop.contains("output:\nhello from c"), "{stop}");
     assert_eq!(data["adapter"], "lldb");
     let frame = data["stopped"]["frame_id"].as_i64().unwrap();
 
@@ -720,6 +721,7 @@ async fn dbg_5_delve_end_to_end_with_a_go_package() {
     assert!(stop.contains("stopped: breakpoint"), "{stop}");
     assert!(stop.contains("at main.go:27 in main.main"), "{stop}");
     assert!(stop.contains(">   27 | \tvalue := twice(p.X)"), "{stop}");
+    assert!(stop.contains("hello from go 2000"), "{stop}");
     assert_eq!(data["adapter"], "delve");
     let frame = data["stopped"]["frame_id"].as_i64().unwrap();
 
@@ -754,6 +756,14 @@ async fn dbg_5_delve_end_to_end_with_a_go_package() {
     )
     .await;
     assert!(value.starts_with("p.X + 1 = 4"), "{value}");
+    let (long, _) = debug(
+        &server,
+        json!({"operation": "evaluate", "expression": "text", "frame_id": frame}),
+    )
+    .await;
+    assert!(long.contains("more characters cut"), "{long}");
+    let text_line = variables.lines().find(|l| l.starts_with("text ")).unwrap();
+    assert!(text_line.contains("more characters cut"), "{text_line}");
 
     let (inside, _) = debug(&server, json!({"operation": "step_in"})).await;
     assert!(inside.contains("in main.twice"), "{inside}");
