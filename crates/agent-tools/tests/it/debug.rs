@@ -840,3 +840,75 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     only_the_server_left(&server).await;
     nothing_left(server).await;
 }
+
+#[tokio::test]
+async fn dbg_4_no_lldb_or_c_program_outlives_a_killed_serve() {
+    if !lldb_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            ("CMakeLists.txt", "project(app C)\n"),
+            ("main.c", C_PROGRAM),
+        ],
+    );
+    let built = std::process::Command::new("gcc")
+        .args(["-g", "-O0", "-o", "app", "main.c"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let server = start(root).await;
+    debug(
+        &server,
+        json!({"operation": "breakpoints", "file": "main.c", "lines": [23]}),
+    )
+    .await;
+    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(
+        left.is_empty(),
+        "left behind after SIGKILL of serve: {left:?}"
+    );
+}
+
+#[tokio::test]
+async fn dbg_4_no_delve_or_go_program_outlives_a_killed_serve() {
+    if !delve_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            ("go.mod", "module example.com/app\n\ngo 1.19\n"),
+            ("main.go", GO_PROGRAM),
+            (
+                "agent-tools.toml",
+                "[debug]\nstart_timeout_seconds = 180\nstop_timeout_seconds = 180\n",
+            ),
+        ],
+    );
+    let server = start(root).await;
+    debug(
+        &server,
+        json!({"operation": "breakpoints", "file": "main.go", "lines": [27]}),
+    )
+    .await;
+    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "."})).await;
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(
+        left.is_empty(),
+        "left behind after SIGKILL of serve: {left:?}"
+    );
+}
