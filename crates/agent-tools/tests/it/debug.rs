@@ -785,7 +785,7 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     if !debugpy_available() {
         return;
     }
-    let dir = python_project("[debug]\nstop_timeout_seconds = 2\n");
+    let dir = python_project("[debug]\nstop_timeout_seconds = 5\n");
     write_files(dir.path(), &[("loop.py", LOOP)]);
     let server = start(dir.path()).await;
     let (running, data) = debug(
@@ -794,7 +794,7 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     )
     .await;
     assert!(
-        running.contains("still running after 2s; the program keeps running"),
+        running.contains("still running after 5s; the program keeps running"),
         "{running}"
     );
     assert_eq!(data["state"], "running");
@@ -808,6 +808,7 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     assert!(paused.contains("loop.py:"), "{paused}");
 
     // GRACEFUL_CANCEL: a cancelled `continue` pauses the program before it returns.
+    server.client.progress.lock().unwrap().clear();
     let params = rmcp::model::CallToolRequestParams::new("debug").with_arguments(
         json!({"operation": "continue"})
             .as_object()
@@ -822,7 +823,21 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The waiting call reports progress (rmcp sent a progress token) before it is cancelled.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.client.progress.lock().unwrap().is_empty() && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let progress = server.client.progress.lock().unwrap().clone();
+    let message = progress
+        .last()
+        .and_then(|p| p.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.starts_with("loop.py is running; waiting for it to stop"),
+        "progress: {progress:?}"
+    );
     call.cancel(Some("enough".into())).await.unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let status = loop {
