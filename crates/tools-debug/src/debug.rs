@@ -430,8 +430,9 @@ impl Debug {
                         }
                     },
                 };
-                let found =
-                    adapters::find(adapter, &root, Some(&program)).map_err(ToolError::failed)?;
+                let found = adapters::find(adapter, &root, Some(&program))
+                    .await
+                    .map_err(ToolError::failed)?;
                 (
                     Start::Launch {
                         found,

@@ -927,3 +927,47 @@ async fn dbg_4_no_delve_or_go_program_outlives_a_killed_serve() {
         "left behind after SIGKILL of serve: {left:?}"
     );
 }
+
+#[tokio::test]
+async fn dbg_7_an_interpreter_without_debugpy_is_named_with_how_to_install_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"app\"\nversion = \"0\"\n",
+            ),
+            ("app.py", APP),
+            // The project's own interpreter wins over PATH's (DBG-7); this one lacks debugpy.
+            (
+                ".venv/bin/python3",
+                "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'debugpy'\" >&2\nexit 1\n",
+            ),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        root.join(".venv/bin/python3"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let server = start(root).await;
+    let refused = debug_error(&server, json!({"operation": "launch", "program": "app.py"})).await;
+    assert!(
+        refused.contains(".venv/bin/python3 cannot import debugpy (ModuleNotFoundError: No module named 'debugpy')"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(".venv/bin/pip install debugpy"),
+        "{refused}"
+    );
+    let (report, _) = debug(&server, json!({"operation": "adapters"})).await;
+    assert!(
+        report.starts_with("debugpy: not usable; marker pyproject.toml in .; binary "),
+        "{report}"
+    );
+    assert!(report.contains("cannot import debugpy"), "{report}");
+    nothing_left(server).await;
+}
