@@ -242,7 +242,7 @@ impl Debug {
                     },
                 ))
             }
-            Operation::Status => Ok(self.status(context, conversation)),
+            Operation::Status => Ok(self.status(context, conversation).await),
             Operation::Breakpoints => self.breakpoints(context, conversation, input).await,
             Operation::Launch | Operation::Attach => self.start(context, conversation, input).await,
             _ => {
@@ -264,7 +264,7 @@ impl Debug {
         }
     }
 
-    fn status(&self, context: &CallContext, conversation: &str) -> ToolOutput<DebugOutput> {
+    async fn status(&self, context: &CallContext, conversation: &str) -> ToolOutput<DebugOutput> {
         let mut text = String::new();
         let mut output = DebugOutput {
             operation: "status".to_owned(),
@@ -284,6 +284,17 @@ impl Debug {
                     age,
                     ttl
                 );
+                if let RunState::Stopped(stop) = &state
+                    && let Ok(Some(frame)) = self.top_frame(&session, stop.thread_id).await
+                {
+                    let _ = writeln!(
+                        text,
+                        "stopped at {} in {} (frame {})",
+                        frame_place(context.workspace(), &frame),
+                        frame.name,
+                        frame.id
+                    );
+                }
                 output.adapter = Some(session.adapter);
                 output.state = Some(state.describe());
             }

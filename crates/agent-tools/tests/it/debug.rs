@@ -270,6 +270,29 @@ async fn dbg_4_terminate_ends_everything_and_a_new_session_may_start() {
     .await;
     let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
     assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    // Breakpoints set during a session reach the adapter at once.
+    let (set, _) = debug(
+        &server,
+        json!({"operation": "breakpoints", "file": "app.py", "lines": [16, 14]}),
+    )
+    .await;
+    assert_eq!(set, "breakpoints in app.py: 14 verified, 16 verified");
+    let (next, _) = debug(&server, json!({"operation": "continue"})).await;
+    assert!(next.contains("at app.py:16 in main"), "{next}");
+    assert!(next.contains("output:\nvalue 6"), "{next}");
+    let (status, _) = debug(&server, json!({"operation": "status"})).await;
+    assert!(
+        status.contains("session: app.py with debugpy, stopped (breakpoint) on thread"),
+        "{status}"
+    );
+    assert!(
+        status.contains("stopped at app.py:16 in main (frame "),
+        "{status}"
+    );
+    assert!(
+        status.contains("breakpoints: app.py lines 14, 16"),
+        "{status}"
+    );
     let (ended, _) = debug(&server, json!({"operation": "terminate"})).await;
     assert!(ended.contains("terminated app.py"), "{ended}");
     only_the_server_left(&server).await;
