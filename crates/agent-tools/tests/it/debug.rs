@@ -43,7 +43,7 @@ fn which(program: &str) -> bool {
         .unwrap_or(false)
 }
 
-const APP: &str = r#"import sys
+const APP: &str = r#"import subprocess, sys
 
 
 def helper(n):
@@ -55,7 +55,7 @@ def main():
     items = list(range(120))
     text = "y" * 2000
     count = 3
-    print("hello from app")
+    print("hello from app", subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True).stdout.strip())
     value = helper(count)
     print("value", value)
     sys.exit(7)
@@ -166,11 +166,12 @@ async fn dbg_5_debugpy_end_to_end() {
         "{stop}"
     );
     assert!(
-        stop.contains("    13 |     print(\"hello from app\")"),
+        stop.contains("    13 |     print(\"hello from app\", subprocess.run("),
         "{stop}"
     );
     assert!(stop.contains("count = 3"), "{stop}");
-    assert!(stop.contains("hello from app"), "{stop}");
+    // A child process runs free (it is not debugged) and its output is the program's.
+    assert!(stop.contains("hello from app 42"), "{stop}");
     assert_eq!(data["stopped"]["line"], 14);
     assert_eq!(data["adapter"], "debugpy");
     let frame = data["stopped"]["frame_id"].as_i64().unwrap();
