@@ -1,6 +1,7 @@
-//! `cargo xtask bench ast|lsp|diagnostics|eval`: each family's benchmark against its peer, in one run.
+//! `cargo xtask bench ast|lsp|diagnostics|eval|debug`: each family's benchmark against its peer, in one run.
 
 mod ast;
+mod debug;
 mod diagnostics;
 mod eval;
 pub(crate) mod lsp;
@@ -15,7 +16,10 @@ pub(crate) fn run(what: &str) -> anyhow::Result<()> {
         "lsp" => lsp::run(),
         "diagnostics" => diagnostics::run(),
         "eval" => eval::run(),
-        _ => bail!("unknown benchmark `{what}`: the benchmarks are ast, lsp, diagnostics and eval"),
+        "debug" => debug::run(),
+        _ => bail!(
+            "unknown benchmark `{what}`: the benchmarks are ast, lsp, diagnostics, eval and debug"
+        ),
     }
 }
 

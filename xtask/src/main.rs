@@ -1,5 +1,5 @@
 //! Project automation: `cargo xtask codegen [--check]`, `cargo xtask ci` and
-//! `cargo xtask bench ast|lsp|diagnostics|eval`.
+//! `cargo xtask bench ast|lsp|diagnostics|eval|debug`.
 
 mod bench;
 mod ci;
@@ -23,7 +23,8 @@ fn main() -> ExitCode {
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
                  cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace\n  \
                  cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes\n  \
-                 cargo xtask bench eval          eval's kernels against ipykernel: start and round trip"
+                 cargo xtask bench eval          eval's kernels against ipykernel: start and round trip\n  \
+                 cargo xtask bench debug         the debug tool against a direct DAP client (debugpy, lldb-dap)"
             );
             return ExitCode::from(2);
         }

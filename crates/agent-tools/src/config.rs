@@ -239,6 +239,18 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "debug")]
+    #[test]
+    fn dbg_4_the_debug_table_sets_the_session_ttl() {
+        let config: Config =
+            toml::from_str("[debug]\nsession_ttl_seconds = 60\nstop_timeout_seconds = 5\n")
+                .unwrap();
+        assert_eq!(config.debug.session_ttl_seconds, 60);
+        assert_eq!(config.debug.stop_timeout_seconds, 5);
+        assert_eq!(Config::default().debug.session_ttl_seconds, 30 * 60);
+        assert!(toml::from_str::<Config>("[debug]\nsession_ttl = 1\n").is_err());
+    }
+
     #[cfg(feature = "lsp")]
     #[test]
     fn prod_6_the_lsp_table_overrides_servers_and_timeouts() {

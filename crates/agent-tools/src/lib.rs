@@ -31,6 +31,8 @@ pub use tools_ask;
 #[cfg(feature = "ast")]
 pub use tools_ast;
 pub use tools_core;
+#[cfg(feature = "debug")]
+pub use tools_debug;
 #[cfg(feature = "eval")]
 pub use tools_eval;
 #[cfg(feature = "lsp")]

@@ -409,6 +409,25 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "debug")]
+    #[test]
+    fn dbg_1_debug_is_registered_only_with_a_supervisor_on_its_lane() {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = RunBuilder::new(Workspace::new(dir.path()).unwrap()).registry();
+        assert!(bare.spec("debug").is_none());
+        let bound = RunBuilder::new(Workspace::new(dir.path()).unwrap())
+            .with_conversation("c1")
+            .with_debug(tools_debug::DebugSupervisor::new(Default::default()))
+            .registry();
+        assert_eq!(
+            names(&bound),
+            ["apply_patch", "debug", "edit", "read", "write"]
+        );
+        let spec = bound.spec("debug").unwrap();
+        assert_eq!(spec.lane, Some(tools_core::Lane::DEBUG));
+        assert_eq!(bound.run().conversation, "c1");
+    }
+
     #[cfg(feature = "ast")]
     #[test]
     fn core_1_ast_tools_are_registered_only_with_the_grammars_bound() {

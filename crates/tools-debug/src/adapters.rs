@@ -297,8 +297,10 @@ pub(crate) async fn report(adapter: AdapterId, workspace_root: &Path) -> Adapter
     }
 }
 
-/// Finds `adapter` for a session on `program`, or says why it cannot run (DBG-2).
-pub(crate) fn find(
+/// Finds `adapter` for a session on `program`, or says why it cannot run (DBG-2); for
+/// debugpy, the interpreter must import it (DBG-7), or the launch would fail as if the code
+/// were broken.
+pub(crate) async fn find(
     adapter: AdapterId,
     workspace_root: &Path,
     program: Option<&Path>,
@@ -322,6 +324,15 @@ pub(crate) fn find(
             adapter.install_hint()
         ));
     };
+    if adapter == AdapterId::Debugpy
+        && let Err(why) = probe(adapter, &binary, workspace_root).await
+    {
+        return Err(format!(
+            "{} cannot import debugpy ({why}): {}",
+            binary.display(),
+            adapter.install_hint()
+        ));
+    }
     Ok(Found { adapter, binary })
 }
 

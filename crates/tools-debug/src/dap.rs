@@ -153,7 +153,8 @@ pub(crate) struct EvaluateBody {
     pub variables_reference: i64,
 }
 
-/// Reads a typed body, with a protocol error naming what was expected.
+/// Reads a typed body; a body that does not fit reads as the empty one (every field we read
+/// is optional), so an adapter's extension never fails a request.
 pub(crate) fn body<T: serde::de::DeserializeOwned + Default>(value: Value) -> T {
     if value.is_null() {
         return T::default();

@@ -10,7 +10,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tools_core::{CallContext, Lane, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{CallContext, Lane, Tier, Tool, ToolError, ToolOutput, Workspace};
 
 use crate::adapters::{self, AdapterId, AdapterReport};
 use crate::dap::{self, EvaluateBody, Scope, StackFrame, StackTraceBody, Thread, Variable};
@@ -85,22 +85,39 @@ pub struct DebugInput {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
+    /// Which adapters can run here, and why not.
     Adapters,
+    /// Whether a session runs, and where it stopped.
     Status,
+    /// Sets a file's breakpoints (`file`, `lines`); empty `lines` clears them.
     Breakpoints,
+    /// Starts `program` with `args`, stopping at its breakpoints.
     Launch,
+    /// Attaches to a debugpy listening on `port`.
     Attach,
+    /// Runs to the next stop.
     Continue,
+    /// Stops the program where it is.
     Pause,
+    /// One step, over calls.
     StepOver,
+    /// One step, into a call.
     StepIn,
+    /// Runs until the current function returns.
     StepOut,
+    /// Thread ids and names.
     Threads,
+    /// The frames of a thread (30 at most).
     Stack,
+    /// The scopes of `frame_id`, each with a reference.
     Scopes,
+    /// The children of `reference` (50 at most, values cut at 400 characters).
     Variables,
+    /// Evaluates `expression` in `frame_id` (the top frame when absent).
     Evaluate,
+    /// What the program printed since the last call.
     Output,
+    /// Ends the program and the adapter.
     Terminate,
 }
 
@@ -225,7 +242,7 @@ impl Debug {
                     },
                 ))
             }
-            Operation::Status => Ok(self.status(context, conversation)),
+            Operation::Status => Ok(self.status(context, conversation).await),
             Operation::Breakpoints => self.breakpoints(context, conversation, input).await,
             Operation::Launch | Operation::Attach => self.start(context, conversation, input).await,
             _ => {
@@ -247,7 +264,7 @@ impl Debug {
         }
     }
 
-    fn status(&self, context: &CallContext, conversation: &str) -> ToolOutput<DebugOutput> {
+    async fn status(&self, context: &CallContext, conversation: &str) -> ToolOutput<DebugOutput> {
         let mut text = String::new();
         let mut output = DebugOutput {
             operation: "status".to_owned(),
@@ -267,6 +284,17 @@ impl Debug {
                     age,
                     ttl
                 );
+                if let RunState::Stopped(stop) = &state
+                    && let Ok(Some(frame)) = self.top_frame(&session, stop.thread_id).await
+                {
+                    let _ = writeln!(
+                        text,
+                        "stopped at {} in {} (frame {})",
+                        frame_place(context.workspace(), &frame),
+                        frame.name,
+                        frame.id
+                    );
+                }
                 output.adapter = Some(session.adapter);
                 output.state = Some(state.describe());
             }
@@ -346,7 +374,7 @@ impl Debug {
             Some(session) => {
                 output.adapter = Some(session.adapter);
                 let set = session.set_breakpoints(&file, &lines).await?;
-                render_breakpoints(context, &[set])
+                render_breakpoints(context.workspace(), &[set])
             }
         };
         Ok(ToolOutput::new(text, output))
@@ -413,8 +441,9 @@ impl Debug {
                         }
                     },
                 };
-                let found =
-                    adapters::find(adapter, &root, Some(&program)).map_err(ToolError::failed)?;
+                let found = adapters::find(adapter, &root, Some(&program))
+                    .await
+                    .map_err(ToolError::failed)?;
                 (
                     Start::Launch {
                         found,
@@ -451,7 +480,7 @@ impl Debug {
             }
         );
         if !set.is_empty() {
-            head.push_str(&render_breakpoints(context, &set));
+            head.push_str(&render_breakpoints(context.workspace(), &set));
             head.push('\n');
         }
         if operation == Operation::Attach && breakpoints.is_empty() {
@@ -548,7 +577,7 @@ impl Debug {
                     .await?;
                 let trace: StackTraceBody = dap::body(body);
                 Ok(ToolOutput::new(
-                    render_stack(context, thread, &trace),
+                    render_stack(context.workspace(), thread, &trace),
                     output,
                 ))
             }
@@ -753,7 +782,7 @@ impl Debug {
                 );
                 if let Some(frame) = &top {
                     text.push('\n');
-                    text.push_str(&render_frame(context, frame));
+                    text.push_str(&render_frame(context.workspace(), frame));
                     if let Some(locals) = self.locals_line(session, frame.id).await {
                         let _ = write!(text, "\nlocals: {locals}");
                     }
@@ -924,10 +953,10 @@ fn render_adapters(reports: &[AdapterReport]) -> String {
     text.trim_end().to_owned()
 }
 
-fn render_breakpoints(context: &CallContext, set: &[FileBreakpoints]) -> String {
+fn render_breakpoints(workspace: &Workspace, set: &[FileBreakpoints]) -> String {
     let mut text = String::new();
     for file in set {
-        let shown = context.workspace().display(&file.file);
+        let shown = workspace.display(&file.file);
         if file.asked.is_empty() {
             let _ = writeln!(text, "cleared the breakpoints of {shown}");
             continue;
@@ -956,22 +985,22 @@ fn render_breakpoints(context: &CallContext, set: &[FileBreakpoints]) -> String 
     text.trim_end().to_owned()
 }
 
-fn frame_place(context: &CallContext, frame: &StackFrame) -> String {
+fn frame_place(workspace: &Workspace, frame: &StackFrame) -> String {
     let file = frame
         .source
         .as_ref()
         .and_then(|s| s.path.clone().or_else(|| s.name.clone()))
-        .map(|p| context.workspace().display(Path::new(&p)))
+        .map(|p| workspace.display(Path::new(&p)))
         .unwrap_or_else(|| "<no source>".to_owned());
     format!("{file}:{}", frame.line)
 }
 
 /// The top frame as `path:LINE in NAME`, with the source lines around it (the stop line
 /// marked).
-fn render_frame(context: &CallContext, frame: &StackFrame) -> String {
+fn render_frame(workspace: &Workspace, frame: &StackFrame) -> String {
     let mut text = format!(
         "at {} in {} (frame {})",
-        frame_place(context, frame),
+        frame_place(workspace, frame),
         frame.name,
         frame.id
     );
@@ -1022,7 +1051,7 @@ fn render_locals(variables: &[Variable]) -> String {
     }
 }
 
-fn render_stack(context: &CallContext, thread: i64, trace: &StackTraceBody) -> String {
+fn render_stack(workspace: &Workspace, thread: i64, trace: &StackTraceBody) -> String {
     let mut text = format!("stack of thread {thread}:");
     for frame in trace.stack_frames.iter().take(MAX_FRAMES) {
         let _ = write!(
@@ -1030,7 +1059,7 @@ fn render_stack(context: &CallContext, thread: i64, trace: &StackTraceBody) -> S
             "\nframe {}: {} at {}",
             frame.id,
             frame.name,
-            frame_place(context, frame)
+            frame_place(workspace, frame)
         );
     }
     let total = trace
@@ -1093,6 +1122,127 @@ fn render_output(printed: &str, cut: usize, whole: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dap::{Breakpoint, Source};
+
+    /// A workspace holding `app.py` with ten numbered lines.
+    fn workspace() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (1..=10).map(|n| format!("line {n}\n")).collect();
+        std::fs::write(dir.path().join("app.py"), text).unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        (dir, workspace)
+    }
+
+    fn frame(workspace: &Workspace, id: i64, name: &str, line: u32) -> StackFrame {
+        StackFrame {
+            id,
+            name: name.into(),
+            source: Some(Source {
+                name: Some("app.py".into()),
+                path: Some(workspace.root().join("app.py").display().to_string()),
+            }),
+            line,
+        }
+    }
+
+    #[test]
+    fn dbg_5_a_stop_shows_its_line_marked_among_its_neighbours() {
+        let (_dir, workspace) = workspace();
+        assert_eq!(
+            render_frame(&workspace, &frame(&workspace, 4, "main", 5)),
+            "at app.py:5 in main (frame 4)\n     3 | line 3\n     4 | line 4\n>    5 | line 5\n     6 | line 6\n     7 | line 7"
+        );
+        // Near the top of the file there is less above.
+        assert_eq!(
+            render_frame(&workspace, &frame(&workspace, 1, "f", 1)),
+            "at app.py:1 in f (frame 1)\n>    1 | line 1\n     2 | line 2\n     3 | line 3"
+        );
+    }
+
+    #[test]
+    fn dbg_5_the_stack_is_capped_at_thirty_frames() {
+        let (_dir, workspace) = workspace();
+        let trace = StackTraceBody {
+            stack_frames: (0..31).map(|i| frame(&workspace, i, "f", 2)).collect(),
+            total_frames: Some(45),
+        };
+        let text = render_stack(&workspace, 1, &trace);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "stack of thread 1:");
+        assert_eq!(lines[1], "frame 0: f at app.py:2");
+        assert_eq!(lines.len(), 1 + 30 + 1);
+        assert_eq!(
+            lines[31],
+            "(15 more frames not shown: the stack is capped at 30)"
+        );
+    }
+
+    #[test]
+    fn dbg_5_breakpoints_say_which_the_adapter_verified() {
+        let (_dir, workspace) = workspace();
+        let file = workspace.root().join("app.py");
+        let set = [FileBreakpoints {
+            file: file.clone(),
+            asked: vec![2, 4, 9],
+            answered: vec![
+                Breakpoint {
+                    verified: true,
+                    line: Some(2),
+                    message: None,
+                },
+                Breakpoint {
+                    verified: true,
+                    line: Some(5),
+                    message: None,
+                },
+                Breakpoint {
+                    verified: false,
+                    line: None,
+                    message: Some("no code here".into()),
+                },
+            ],
+        }];
+        assert_eq!(
+            render_breakpoints(&workspace, &set),
+            "breakpoints in app.py: 2 verified, 4 verified (moved to 5), 9 not verified (no code here)"
+        );
+        let cleared = [FileBreakpoints {
+            file,
+            asked: Vec::new(),
+            answered: Vec::new(),
+        }];
+        assert_eq!(
+            render_breakpoints(&workspace, &cleared),
+            "cleared the breakpoints of app.py"
+        );
+    }
+
+    #[test]
+    fn dbg_5_locals_fit_one_line() {
+        let variables: Vec<Variable> = ["special variables", "a", "b"]
+            .iter()
+            .chain(std::iter::repeat_n(&"x", 12))
+            .map(|name| Variable {
+                name: (*name).into(),
+                value: "1".repeat(if *name == "b" { 100 } else { 1 }),
+                ..Variable::default()
+            })
+            .collect();
+        let line = render_locals(&variables);
+        assert!(line.starts_with("a = 1, b = 111"), "{line}");
+        assert!(line.contains("… (40 more characters cut)"), "{line}");
+        assert!(line.ends_with("… 3 more"), "{line}");
+        assert_eq!(render_locals(&[]), "none");
+    }
+
+    #[test]
+    fn dbg_5_output_says_what_was_cut() {
+        assert_eq!(render_output("", 0, true), "no output since the last call");
+        assert_eq!(
+            render_output("a\nb\n", 12, true),
+            "output since the last call:\na\nb\n(12 more characters of output were cut)"
+        );
+    }
 
     #[test]
     fn dbg_5_values_are_capped_with_a_note() {

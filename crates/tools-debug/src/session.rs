@@ -528,6 +528,9 @@ impl Session {
                         "console": "internalConsole",
                         "justMyCode": true,
                         "stopOnEntry": false,
+                        // Child processes are not debugged (we run one session, and refuse
+                        // `startDebugging`): without this they would wait for a debugger.
+                        "subProcess": false,
                         "python": [found.binary.display().to_string()],
                     }),
                     AdapterId::Delve => json!({

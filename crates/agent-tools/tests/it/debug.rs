@@ -43,7 +43,7 @@ fn which(program: &str) -> bool {
         .unwrap_or(false)
 }
 
-const APP: &str = r#"import sys
+const APP: &str = r#"import subprocess, sys
 
 
 def helper(n):
@@ -55,7 +55,7 @@ def main():
     items = list(range(120))
     text = "y" * 2000
     count = 3
-    print("hello from app")
+    print("hello from app", subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True).stdout.strip())
     value = helper(count)
     print("value", value)
     sys.exit(7)
@@ -166,11 +166,12 @@ async fn dbg_5_debugpy_end_to_end() {
         "{stop}"
     );
     assert!(
-        stop.contains("    13 |     print(\"hello from app\")"),
+        stop.contains("    13 |     print(\"hello from app\", subprocess.run("),
         "{stop}"
     );
     assert!(stop.contains("count = 3"), "{stop}");
-    assert!(stop.contains("hello from app"), "{stop}");
+    // A child process runs free (it is not debugged) and its output is the program's.
+    assert!(stop.contains("hello from app 42"), "{stop}");
     assert_eq!(data["stopped"]["line"], 14);
     assert_eq!(data["adapter"], "debugpy");
     let frame = data["stopped"]["frame_id"].as_i64().unwrap();
@@ -270,6 +271,29 @@ async fn dbg_4_terminate_ends_everything_and_a_new_session_may_start() {
     .await;
     let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
     assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    // Breakpoints set during a session reach the adapter at once.
+    let (set, _) = debug(
+        &server,
+        json!({"operation": "breakpoints", "file": "app.py", "lines": [16, 14]}),
+    )
+    .await;
+    assert_eq!(set, "breakpoints in app.py: 14 verified, 16 verified");
+    let (next, _) = debug(&server, json!({"operation": "continue"})).await;
+    assert!(next.contains("at app.py:16 in main"), "{next}");
+    assert!(next.contains("output:\nvalue 6"), "{next}");
+    let (status, _) = debug(&server, json!({"operation": "status"})).await;
+    assert!(
+        status.contains("session: app.py with debugpy, stopped (breakpoint) on thread"),
+        "{status}"
+    );
+    assert!(
+        status.contains("stopped at app.py:16 in main (frame "),
+        "{status}"
+    );
+    assert!(
+        status.contains("breakpoints: app.py lines 14, 16"),
+        "{status}"
+    );
     let (ended, _) = debug(&server, json!({"operation": "terminate"})).await;
     assert!(ended.contains("terminated app.py"), "{ended}");
     only_the_server_left(&server).await;
@@ -588,6 +612,7 @@ async fn dbg_5_lldb_end_to_end_with_a_c_program() {
         stop.contains(">   23 |     int value = twice(p.x);"),
         "{stop}"
     );
+    assert!(stop.contains("output:\nhello from c"), "{stop}");
     assert_eq!(data["adapter"], "lldb");
     let frame = data["stopped"]["frame_id"].as_i64().unwrap();
 
@@ -720,6 +745,7 @@ async fn dbg_5_delve_end_to_end_with_a_go_package() {
     assert!(stop.contains("stopped: breakpoint"), "{stop}");
     assert!(stop.contains("at main.go:27 in main.main"), "{stop}");
     assert!(stop.contains(">   27 | \tvalue := twice(p.X)"), "{stop}");
+    assert!(stop.contains("hello from go 2000"), "{stop}");
     assert_eq!(data["adapter"], "delve");
     let frame = data["stopped"]["frame_id"].as_i64().unwrap();
 
@@ -754,6 +780,14 @@ async fn dbg_5_delve_end_to_end_with_a_go_package() {
     )
     .await;
     assert!(value.starts_with("p.X + 1 = 4"), "{value}");
+    let (long, _) = debug(
+        &server,
+        json!({"operation": "evaluate", "expression": "text", "frame_id": frame}),
+    )
+    .await;
+    assert!(long.contains("more characters cut"), "{long}");
+    let text_line = variables.lines().find(|l| l.starts_with("text ")).unwrap();
+    assert!(text_line.contains("more characters cut"), "{text_line}");
 
     let (inside, _) = debug(&server, json!({"operation": "step_in"})).await;
     assert!(inside.contains("in main.twice"), "{inside}");
@@ -775,7 +809,7 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     if !debugpy_available() {
         return;
     }
-    let dir = python_project("[debug]\nstop_timeout_seconds = 2\n");
+    let dir = python_project("[debug]\nstop_timeout_seconds = 5\n");
     write_files(dir.path(), &[("loop.py", LOOP)]);
     let server = start(dir.path()).await;
     let (running, data) = debug(
@@ -784,7 +818,7 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     )
     .await;
     assert!(
-        running.contains("still running after 2s; the program keeps running"),
+        running.contains("still running after 5s; the program keeps running"),
         "{running}"
     );
     assert_eq!(data["state"], "running");
@@ -798,6 +832,7 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     assert!(paused.contains("loop.py:"), "{paused}");
 
     // GRACEFUL_CANCEL: a cancelled `continue` pauses the program before it returns.
+    server.client.progress.lock().unwrap().clear();
     let params = rmcp::model::CallToolRequestParams::new("debug").with_arguments(
         json!({"operation": "continue"})
             .as_object()
@@ -812,7 +847,21 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The waiting call reports progress (rmcp sent a progress token) before it is cancelled.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.client.progress.lock().unwrap().is_empty() && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let progress = server.client.progress.lock().unwrap().clone();
+    let message = progress
+        .last()
+        .and_then(|p| p.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.starts_with("loop.py is running; waiting for it to stop"),
+        "progress: {progress:?}"
+    );
     call.cancel(Some("enough".into())).await.unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let status = loop {
@@ -828,5 +877,121 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     );
     debug(&server, json!({"operation": "terminate"})).await;
     only_the_server_left(&server).await;
+    nothing_left(server).await;
+}
+
+#[tokio::test]
+async fn dbg_4_no_lldb_or_c_program_outlives_a_killed_serve() {
+    if !lldb_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            ("CMakeLists.txt", "project(app C)\n"),
+            ("main.c", C_PROGRAM),
+        ],
+    );
+    let built = std::process::Command::new("gcc")
+        .args(["-g", "-O0", "-o", "app", "main.c"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let server = start(root).await;
+    debug(
+        &server,
+        json!({"operation": "breakpoints", "file": "main.c", "lines": [23]}),
+    )
+    .await;
+    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(
+        left.is_empty(),
+        "left behind after SIGKILL of serve: {left:?}"
+    );
+}
+
+#[tokio::test]
+async fn dbg_4_no_delve_or_go_program_outlives_a_killed_serve() {
+    if !delve_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            ("go.mod", "module example.com/app\n\ngo 1.19\n"),
+            ("main.go", GO_PROGRAM),
+            (
+                "agent-tools.toml",
+                "[debug]\nstart_timeout_seconds = 180\nstop_timeout_seconds = 180\n",
+            ),
+        ],
+    );
+    let server = start(root).await;
+    debug(
+        &server,
+        json!({"operation": "breakpoints", "file": "main.go", "lines": [27]}),
+    )
+    .await;
+    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "."})).await;
+    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(
+        left.is_empty(),
+        "left behind after SIGKILL of serve: {left:?}"
+    );
+}
+
+#[tokio::test]
+async fn dbg_7_an_interpreter_without_debugpy_is_named_with_how_to_install_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"app\"\nversion = \"0\"\n",
+            ),
+            ("app.py", APP),
+            // The project's own interpreter wins over PATH's (DBG-7); this one lacks debugpy.
+            (
+                ".venv/bin/python3",
+                "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'debugpy'\" >&2\nexit 1\n",
+            ),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        root.join(".venv/bin/python3"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let server = start(root).await;
+    let refused = debug_error(&server, json!({"operation": "launch", "program": "app.py"})).await;
+    assert!(
+        refused.contains(".venv/bin/python3 cannot import debugpy (ModuleNotFoundError: No module named 'debugpy')"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(".venv/bin/pip install debugpy"),
+        "{refused}"
+    );
+    let (report, _) = debug(&server, json!({"operation": "adapters"})).await;
+    assert!(
+        report.starts_with("debugpy: not usable; marker pyproject.toml in .; binary "),
+        "{report}"
+    );
+    assert!(report.contains("cannot import debugpy"), "{report}");
     nothing_left(server).await;
 }
