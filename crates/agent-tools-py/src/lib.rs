@@ -16,6 +16,7 @@ use futures::future::BoxFuture;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+use tokio_util::sync::CancellationToken;
 use tools_core::{
     Answer, ApprovalPolicy, CallOptions, Card, CardKind, Dispatcher, QuestionPort, Surface,
     ToolCall, ToolSpec,
@@ -46,6 +47,36 @@ static OPEN_RUNS: AtomicUsize = AtomicUsize::new(0);
 
 fn runtime_error(error: anyhow::Error) -> PyErr {
     PyRuntimeError::new_err(format!("{error:#}"))
+}
+
+/// How often a blocking call looks for a Ctrl-C.
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+
+/// A handle that cancels a call from another thread (what `acall` uses when its task is
+/// cancelled): the tool is told, as an MCP client's `notifications/cancelled` tells it.
+#[pyclass(module = "agent_tools._native")]
+#[derive(Default)]
+struct Cancel {
+    token: CancellationToken,
+}
+
+#[pymethods]
+impl Cancel {
+    #[new]
+    fn new() -> Self {
+        Cancel::default()
+    }
+
+    /// Cancels the call this handle was given to (or the next one, if it has not started).
+    fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    /// Whether `cancel` was called.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
 }
 
 /// A run: a dispatcher over one workspace, built as `serve` builds it.
@@ -133,12 +164,15 @@ impl NativeRun {
     }
 
     /// Runs one call with the GIL released; returns (text, structured JSON or None, PNG
-    /// images, is_error).
+    /// images, is_error). `cancel` cancels it from another thread; Ctrl-C (a signal the main
+    /// thread receives) cancels it too, and raises once the call has ended.
+    #[pyo3(signature = (name, arguments, cancel=None))]
     fn call<'py>(
         &self,
         py: Python<'py>,
         name: String,
         arguments: &str,
+        cancel: Option<PyRef<'py, Cancel>>,
     ) -> PyResult<(String, Option<String>, Bound<'py, PyList>, bool)> {
         let arguments: serde_json::Value = serde_json::from_str(arguments).map_err(|error| {
             PyValueError::new_err(format!("the arguments are not JSON: {error}"))
@@ -146,15 +180,36 @@ impl NativeRun {
         let dispatcher = self.dispatcher()?;
         let runtime = runtime()?;
         let call = ToolCall { name, arguments };
+        let token = cancel
+            .map(|cancel| cancel.token.clone())
+            .unwrap_or_default();
+        let options = CallOptions {
+            cancel: Some(token.clone()),
+            progress: None,
+        };
         // The call runs on the runtime's workers, not on this thread, so a Python thread
         // ending never touches what the call started.
-        let result =
-            py.detach(|| {
-                runtime.block_on(runtime.spawn(async move {
-                    dispatcher.dispatch_with(call, CallOptions::default()).await
-                }))
+        let mut task = runtime.spawn(async move { dispatcher.dispatch_with(call, options).await });
+        let mut interrupted = None;
+        let joined = loop {
+            // Wake now and then with the GIL, so a Ctrl-C is seen while the tool runs.
+            let waited = py.detach(|| {
+                runtime.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await.ok() })
             });
-        let result = result.map_err(|error| {
+            if let Some(joined) = waited {
+                break joined;
+            }
+            if interrupted.is_none()
+                && let Err(error) = py.check_signals()
+            {
+                token.cancel();
+                interrupted = Some(error);
+            }
+        };
+        if let Some(error) = interrupted {
+            return Err(error);
+        }
+        let result = joined.map_err(|error| {
             PyRuntimeError::new_err(format!("the call's task ended abnormally: {error}"))
         })?;
         let structured = result
@@ -354,6 +409,7 @@ fn main(py: Python<'_>) -> PyResult<u8> {
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeRun>()?;
+    module.add_class::<Cancel>()?;
     module.add_function(wrap_pyfunction!(main, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

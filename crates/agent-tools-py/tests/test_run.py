@@ -199,3 +199,36 @@ def test_version_and_stubs_ship_with_the_package():
     package = Path(agent_tools.__file__).parent
     assert (package / "_native.pyi").is_file() and (package / "py.typed").is_file()
     assert re.match(r"^\d+\.\d+\.\d+", agent_tools.__version__)
+
+
+SLEEPER = {"code": "import time\ntime.sleep(60)", "description": "sleep for a whole minute in the kernel"}
+QUICK = {"code": "print(6 * 7)", "description": "print a number from the same kernel"}
+
+
+def test_cancelling_an_acall_cancels_the_tool(workspace):
+    async def main(run):
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(run.acall("eval", SLEEPER), 1.0)
+        # The eval lane is free again only if the sleeping cell was interrupted.
+        return await asyncio.wait_for(run.acall("eval", QUICK), 20)
+
+    with Run(workspace, approval="allow") as run:
+        started = time.monotonic()
+        result = asyncio.run(main(run))
+        assert not result.is_error and "42" in result.text, result.text
+        assert time.monotonic() - started < 20
+
+
+def test_ctrl_c_cancels_a_blocking_call_and_raises(workspace):
+    import os
+    import signal
+
+    with Run(workspace, approval="allow") as run:
+        timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            run.call("eval", SLEEPER)
+        assert time.monotonic() - started < 20
+        result = run.call("eval", QUICK)
+        assert not result.is_error and "42" in result.text, result.text

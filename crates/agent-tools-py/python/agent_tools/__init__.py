@@ -222,9 +222,16 @@ class Run:
         return json.loads(self._native.tool_definitions(format))
 
     def call(self, name: str, arguments: Optional[dict] = None) -> Result:
-        """Runs one call and returns its result; the GIL is released while the tool runs."""
+        """Runs one call and returns its result; the GIL is released while the tool runs.
+
+        Ctrl-C cancels the call (the tool is told, as over MCP) and raises KeyboardInterrupt
+        once it has ended.
+        """
+        return self._call(name, arguments, None)
+
+    def _call(self, name: str, arguments: Optional[dict], cancel: Optional[_native.Cancel]) -> Result:
         text, structured, images, is_error = self._native.call(
-            name, json.dumps({} if arguments is None else arguments)
+            name, json.dumps({} if arguments is None else arguments), cancel
         )
         return Result(
             text=text,
@@ -234,9 +241,17 @@ class Run:
         )
 
     async def acall(self, name: str, arguments: Optional[dict] = None) -> Result:
-        """`call` from asyncio: several run at once, each on an executor thread."""
+        """`call` from asyncio: several run at once, each on an executor thread.
+
+        Cancelling the awaiting task (`wait_for`'s timeout, `task.cancel()`) cancels the call.
+        """
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self.call, name, arguments)
+        cancel = _native.Cancel()
+        try:
+            return await loop.run_in_executor(None, self._call, name, arguments, cancel)
+        except asyncio.CancelledError:
+            cancel.cancel()
+            raise
 
     @property
     def closed(self) -> bool:

@@ -4,6 +4,14 @@ from typing import Callable, Optional
 
 __version__: str
 
+class Cancel:
+    """Cancels the call it is given to, from any thread."""
+
+    def __init__(self) -> None: ...
+    def cancel(self) -> None: ...
+    @property
+    def cancelled(self) -> bool: ...
+
 class NativeRun:
     """A run built as `agent-tools serve` builds one; JSON crosses as text."""
 
@@ -22,7 +30,7 @@ class NativeRun:
     def tool_definitions(self, format: str) -> str:
         """The listed tools in an API's shape, a JSON array."""
     def call(
-        self, name: str, arguments: str
+        self, name: str, arguments: str, cancel: Optional[Cancel] = None
     ) -> tuple[str, Optional[str], list[bytes], bool]:
         """(text, structured JSON or None, PNG images, is_error); the GIL is released."""
     @property
