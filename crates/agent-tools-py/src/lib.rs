@@ -403,7 +403,11 @@ fn card_dict<'py>(py: Python<'py>, card: &Card) -> PyResult<Bound<'py, PyDict>> 
 #[pyfunction]
 fn main(py: Python<'_>) -> PyResult<u8> {
     let argv: Vec<String> = py.import("sys")?.getattr("argv")?.extract()?;
-    Ok(py.detach(|| agent_tools::cli::status(argv)))
+    let status = py.detach(|| agent_tools::cli::status(argv));
+    // The command line handles SIGINT itself (it ends the run); Python's handler saw the same
+    // signal and would raise KeyboardInterrupt over a clean exit, so its flag is cleared here.
+    let _ = py.check_signals();
+    Ok(status)
 }
 
 #[pymodule]

@@ -58,3 +58,20 @@ def test_serve_talks_mcp_to_the_python_sdk_client(workspace, mark):
     assert bad.is_error
     assert (workspace / "new.txt").read_text() == "made over MCP\n"
     assert wait_gone(mark) == []
+
+
+def test_serve_ends_cleanly_on_ctrl_c(workspace):
+    import signal
+
+    server = subprocess.Popen(
+        [COMMAND, "serve", "--root", workspace],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert "serving over stdio" in server.stderr.readline()
+        server.send_signal(signal.SIGINT)
+        _, stderr = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    assert server.returncode == 0, stderr
+    assert "ending the run" in stderr and "KeyboardInterrupt" not in stderr, stderr
