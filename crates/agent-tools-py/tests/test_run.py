@@ -232,3 +232,20 @@ def test_ctrl_c_cancels_a_blocking_call_and_raises(workspace):
         assert time.monotonic() - started < 20
         result = run.call("eval", QUICK)
         assert not result.is_error and "42" in result.text, result.text
+
+
+def test_the_run_reads_agent_tools_toml_as_serve_does(workspace, tmp_path):
+    (workspace / "agent-tools.toml").write_text('approval = "allow"\n')
+    with Run(workspace) as run:
+        assert not run.call("write", {"path": "from-config.txt", "content": "x"}).is_error
+    # The caller's choice wins over the file's, and another file can be named.
+    with Run(workspace, approval="deny") as run:
+        assert run.call("write", {"path": "denied.txt", "content": "x"}).is_error
+    other = tmp_path / "other.toml"
+    other.write_text('approval = "deny"\n')
+    with Run(workspace, config=other) as run:
+        assert run.call("write", {"path": "denied.txt", "content": "x"}).is_error
+    assert not (workspace / "denied.txt").exists()
+    (workspace / "agent-tools.toml").write_text("[output]\nmax_bytes = 'lots'\n")
+    with pytest.raises(RuntimeError, match="max_bytes"):
+        Run(workspace)
