@@ -18,8 +18,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use tokio_util::sync::CancellationToken;
 use tools_core::{
-    Answer, ApprovalPolicy, CallOptions, Card, CardKind, Dispatcher, QuestionPort, Surface,
-    ToolCall, ToolSpec,
+    Answer, ApprovalPolicy, CallOptions, Card, CardKind, Dispatcher, Progress, ProgressSink,
+    QuestionPort, Surface, ToolCall, ToolSpec,
 };
 
 /// The one runtime every run of this process shares; its worker threads live as long as the
@@ -165,14 +165,16 @@ impl NativeRun {
 
     /// Runs one call with the GIL released; returns (text, structured JSON or None, PNG
     /// images, is_error). `cancel` cancels it from another thread; Ctrl-C (a signal the main
-    /// thread receives) cancels it too, and raises once the call has ended.
-    #[pyo3(signature = (name, arguments, cancel=None))]
+    /// thread receives) cancels it too, and raises once the call has ended. `progress` is
+    /// called on this thread with (message, done, total) for each report the tool makes.
+    #[pyo3(signature = (name, arguments, cancel=None, progress=None))]
     fn call<'py>(
         &self,
         py: Python<'py>,
         name: String,
         arguments: &str,
         cancel: Option<PyRef<'py, Cancel>>,
+        progress: Option<Bound<'py, PyAny>>,
     ) -> PyResult<(String, Option<String>, Bound<'py, PyList>, bool)> {
         let arguments: serde_json::Value = serde_json::from_str(arguments).map_err(|error| {
             PyValueError::new_err(format!("the arguments are not JSON: {error}"))
@@ -183,9 +185,26 @@ impl NativeRun {
         let token = cancel
             .map(|cancel| cancel.token.clone())
             .unwrap_or_default();
+        // Reports are queued by the tool and handed to the callback here, with the GIL, so
+        // no runtime worker ever waits for the GIL.
+        let (reports, reported) = std::sync::mpsc::channel::<Progress>();
+        let sink: Option<ProgressSink> = progress.is_some().then(|| {
+            Arc::new(move |report: Progress| {
+                let _ = reports.send(report);
+            }) as ProgressSink
+        });
         let options = CallOptions {
             cancel: Some(token.clone()),
-            progress: None,
+            progress: sink,
+        };
+        let deliver = |py: Python<'py>| {
+            let Some(callback) = &progress else { return };
+            for report in reported.try_iter() {
+                if let Err(error) = callback.call1((report.message, report.done, report.total)) {
+                    // A failing progress callback must not fail the call.
+                    error.print(py);
+                }
+            }
         };
         // The call runs on the runtime's workers, not on this thread, so a Python thread
         // ending never touches what the call started.
@@ -196,6 +215,7 @@ impl NativeRun {
             let waited = py.detach(|| {
                 runtime.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await.ok() })
             });
+            deliver(py);
             if let Some(joined) = waited {
                 break joined;
             }

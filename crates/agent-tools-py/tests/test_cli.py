@@ -70,7 +70,9 @@ def test_serve_ends_cleanly_on_ctrl_c(workspace):
     try:
         assert "serving over stdio" in server.stderr.readline()
         server.send_signal(signal.SIGINT)
-        _, stderr = server.communicate(timeout=30)
+        # Standard input stays open: its end would end the run by itself.
+        server.wait(timeout=30)
+        stderr = server.stderr.read()
     finally:
         server.kill()
     assert server.returncode == 0, stderr

@@ -249,3 +249,18 @@ def test_the_run_reads_agent_tools_toml_as_serve_does(workspace, tmp_path):
     (workspace / "agent-tools.toml").write_text("[output]\nmax_bytes = 'lots'\n")
     with pytest.raises(RuntimeError, match="max_bytes"):
         Run(workspace)
+
+
+def test_progress_reports_reach_the_callback_while_the_call_runs(workspace):
+    reports = []
+    cell = {"code": "import time\nfor i in range(3):\n    print(f'line {i}', flush=True)\n    time.sleep(0.3)",
+            "description": "print three lines with pauses between"}
+    with Run(workspace, approval="allow") as run:
+        result = run.call("eval", cell, progress=reports.append)
+        assert not result.is_error, result.text
+        later = asyncio.run(run.acall("eval", cell, progress=reports.append))
+        assert not later.is_error, later.text
+    messages = [report.message for report in reports]
+    assert any("starting the python kernel" in message.lower() for message in messages), messages
+    assert any("line 2" in message for message in messages), messages
+    assert all(isinstance(report, agent_tools.Progress) for report in reports)

@@ -27,6 +27,7 @@ __all__ = [
     "Answer",
     "AskCallback",
     "Card",
+    "Progress",
     "REFUSE",
     "Result",
     "Run",
@@ -66,6 +67,18 @@ class Result:
     """PNG images, as bytes, in order."""
     is_error: bool = False
     """Whether the call failed (bad arguments, a refusal, the tool's own failure)."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A report from a running call."""
+
+    message: str
+    """What is happening now, one line."""
+    done: Optional[float] = None
+    """How much is done, in the unit of `total`."""
+    total: Optional[float] = None
+    """How much there is in all, when known."""
 
 
 @dataclass(frozen=True)
@@ -221,17 +234,36 @@ class Run:
         """
         return json.loads(self._native.tool_definitions(format))
 
-    def call(self, name: str, arguments: Optional[dict] = None) -> Result:
+    def call(
+        self,
+        name: str,
+        arguments: Optional[dict] = None,
+        *,
+        progress: Optional[Callable[[Progress], None]] = None,
+    ) -> Result:
         """Runs one call and returns its result; the GIL is released while the tool runs.
 
-        Ctrl-C cancels the call (the tool is told, as over MCP) and raises KeyboardInterrupt
-        once it has ended.
+        `progress` receives the tool's reports (a kernel starting, a cell's output lines) on
+        this thread while the call runs. Ctrl-C cancels the call (the tool is told, as over
+        MCP) and raises KeyboardInterrupt once it has ended.
         """
-        return self._call(name, arguments, None)
+        return self._call(name, arguments, None, progress)
 
-    def _call(self, name: str, arguments: Optional[dict], cancel: Optional[_native.Cancel]) -> Result:
+    def _call(
+        self,
+        name: str,
+        arguments: Optional[dict],
+        cancel: Optional[_native.Cancel],
+        progress: Optional[Callable[[Progress], None]],
+    ) -> Result:
+        report = None
+        if progress is not None:
+
+            def report(message: str, done: Optional[float], total: Optional[float]) -> None:
+                progress(Progress(message, done, total))
+
         text, structured, images, is_error = self._native.call(
-            name, json.dumps({} if arguments is None else arguments), cancel
+            name, json.dumps({} if arguments is None else arguments), cancel, report
         )
         return Result(
             text=text,
@@ -240,15 +272,24 @@ class Run:
             is_error=is_error,
         )
 
-    async def acall(self, name: str, arguments: Optional[dict] = None) -> Result:
+    async def acall(
+        self,
+        name: str,
+        arguments: Optional[dict] = None,
+        *,
+        progress: Optional[Callable[[Progress], None]] = None,
+    ) -> Result:
         """`call` from asyncio: several run at once, each on an executor thread.
 
         Cancelling the awaiting task (`wait_for`'s timeout, `task.cancel()`) cancels the call.
+        `progress` is called on the executor thread.
         """
         loop = asyncio.get_running_loop()
         cancel = _native.Cancel()
         try:
-            return await loop.run_in_executor(None, self._call, name, arguments, cancel)
+            return await loop.run_in_executor(
+                None, self._call, name, arguments, cancel, progress
+            )
         except asyncio.CancelledError:
             cancel.cancel()
             raise

@@ -30,7 +30,11 @@ class NativeRun:
     def tool_definitions(self, format: str) -> str:
         """The listed tools in an API's shape, a JSON array."""
     def call(
-        self, name: str, arguments: str, cancel: Optional[Cancel] = None
+        self,
+        name: str,
+        arguments: str,
+        cancel: Optional[Cancel] = None,
+        progress: Optional[Callable[[str, Optional[float], Optional[float]], None]] = None,
     ) -> tuple[str, Optional[str], list[bytes], bool]:
         """(text, structured JSON or None, PNG images, is_error); the GIL is released."""
     @property
