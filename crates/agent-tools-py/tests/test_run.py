@@ -264,3 +264,23 @@ def test_progress_reports_reach_the_callback_while_the_call_runs(workspace):
     assert any("starting the python kernel" in message.lower() for message in messages), messages
     assert any("line 2" in message for message in messages), messages
     assert all(isinstance(report, agent_tools.Progress) for report in reports)
+
+
+def test_a_figure_comes_back_as_png_bytes(workspace):
+    from conftest import REPO, require
+
+    venv = REPO / ".venv"
+    require(
+        "matplotlib in .venv",
+        any((venv / "lib").glob("python3*/site-packages/matplotlib")),
+        ".venv/bin/pip install matplotlib",
+    )
+    # The kernel runs the workspace's own .venv, as it would in a real project.
+    (workspace / ".venv").symlink_to(venv)
+    cell = {"code": "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()",
+            "description": "plot a small line chart of three points"}
+    with Run(workspace, approval="allow") as run:
+        result = run.call("eval", cell)
+    assert not result.is_error, result.text
+    assert len(result.images) == 1 and isinstance(result.images[0], bytes)
+    assert result.images[0].startswith(b"\x89PNG\r\n\x1a\n")
