@@ -179,6 +179,14 @@ impl NativeRun {
         let arguments: serde_json::Value = serde_json::from_str(arguments).map_err(|error| {
             PyValueError::new_err(format!("the arguments are not JSON: {error}"))
         })?;
+        // An ask callback runs on one of the runtime's threads, where blocking on the runtime
+        // would panic; a call from there is refused in words instead.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(PyRuntimeError::new_err(
+                "a call cannot be made from inside an ask callback; answer the card, and make \
+                 the call after the one waiting on it returns",
+            ));
+        }
         let dispatcher = self.dispatcher()?;
         let runtime = runtime()?;
         let call = ToolCall { name, arguments };

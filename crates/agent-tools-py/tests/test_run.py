@@ -284,3 +284,19 @@ def test_a_figure_comes_back_as_png_bytes(workspace):
     assert not result.is_error, result.text
     assert len(result.images) == 1 and isinstance(result.images[0], bytes)
     assert result.images[0].startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_a_call_from_inside_the_ask_callback_raises_there(workspace):
+    errors = []
+
+    def ask(card):
+        try:
+            run.call("read", {"path": "README.md"})
+        except RuntimeError as error:
+            errors.append(str(error))
+        return "fine"
+
+    with Run(workspace, ask=ask) as run:
+        result = run.call("ask_user", {"question": "How are you?"})
+    assert not result.is_error and "fine" in result.text, result.text
+    assert errors and "inside an ask callback" in errors[0]
