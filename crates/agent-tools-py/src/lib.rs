@@ -431,6 +431,13 @@ fn card_dict<'py>(py: Python<'py>, card: &Card) -> PyResult<Bound<'py, PyDict>> 
 #[pyfunction]
 fn main(py: Python<'_>) -> PyResult<u8> {
     let argv: Vec<String> = py.import("sys")?.getattr("argv")?.extract()?;
+    // As in the Rust binary, a Ctrl-C before the command line installs its handlers ends the
+    // process; Python's handler would only set a flag nobody reads while the GIL is released.
+    let signal = py.import("signal")?;
+    signal.call_method1(
+        "signal",
+        (signal.getattr("SIGINT")?, signal.getattr("SIG_DFL")?),
+    )?;
     let status = py.detach(|| agent_tools::cli::status(argv));
     // The command line handles SIGINT itself (it ends the run); Python's handler saw the same
     // signal and would raise KeyboardInterrupt over a clean exit, so its flag is cleared here.

@@ -68,17 +68,16 @@ def test_serve_ends_cleanly_on_ctrl_c(workspace):
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        assert "serving over stdio" in server.stderr.readline()
-        # The log line comes just before the signal handlers are installed: a signal sent in
-        # between is Python's, unseen, so it is sent again until the server ends. Standard
-        # input stays open: its end would end the run by itself.
-        for _ in range(60):
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        # An answered initialize means the signal handlers are in place (they come first).
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "pytest", "version": "0"}}}
+        server.stdin.write(json.dumps(initialize) + "\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        # Standard input stays open: its end would end the run by itself.
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
         stderr = server.stderr.read()
     finally:
         server.kill()
