@@ -13,6 +13,11 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("tabulate", "tabulate"),
     ("ipykernel", "ipykernel"),
     ("jupyter_client", "jupyter_client"),
+    // The Python bindings: maturin builds the wheel, pytest runs its tests, and the MCP SDK
+    // is the client its `agent-tools serve` test talks to.
+    ("maturin", "maturin>=1.9,<2"),
+    ("pytest", "pytest"),
+    ("mcp", "mcp"),
 ];
 
 /// The umbrella's family features; each must build alone.
@@ -92,7 +97,59 @@ pub(crate) fn run() -> anyhow::Result<()> {
         .env("CI", "true")
         .env("INSTA_UPDATE", "no");
     run_command("cargo test --workspace", test)?;
+    python_bindings(&root)?;
     Ok(())
+}
+
+/// Builds the Python wheel (dev profile: the release profile's fat LTO takes minutes), installs
+/// it into `.venv` as `pip install` would, and runs its pytest suite against it.
+fn python_bindings(root: &Path) -> anyhow::Result<()> {
+    let wheels = root.join("target/wheels-ci");
+    // Only this build's wheel may be there when it is picked up below.
+    if wheels.exists() {
+        std::fs::remove_dir_all(&wheels)
+            .with_context(|| format!("cannot empty {}", wheels.display()))?;
+    }
+    let venv = root.join(".venv/bin");
+    let wheels_arg = wheels.display().to_string();
+    step(
+        &venv.join("maturin").display().to_string(),
+        &[
+            "build",
+            "--profile",
+            "dev",
+            "--manifest-path",
+            "crates/agent-tools-py/Cargo.toml",
+            "--interpreter",
+            &venv.join("python").display().to_string(),
+            "--out",
+            &wheels_arg,
+        ],
+        root,
+    )?;
+    let wheel = std::fs::read_dir(&wheels)
+        .with_context(|| format!("cannot list {}", wheels.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .with_context(|| format!("maturin left no wheel in {}", wheels.display()))?;
+    step(
+        &venv.join("pip").display().to_string(),
+        &[
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--force-reinstall",
+            "--no-deps",
+            &wheel.display().to_string(),
+        ],
+        root,
+    )?;
+    let mut pytest = Command::new(venv.join("pytest"));
+    pytest
+        .args(["-q", "crates/agent-tools-py/tests"])
+        .current_dir(root)
+        .env("CI", "true");
+    run_command("pytest crates/agent-tools-py/tests", pytest)
 }
 
 /// Installs the language servers the tests use, each only when it is missing, so a second

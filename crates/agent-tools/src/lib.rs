@@ -5,6 +5,8 @@
 //! (CORE-1); every family sits behind its own cargo feature, and this crate is the only one
 //! that knows those features.
 
+// The command line is a module of its own, so callers name it `agent_tools::cli::main`.
+pub mod cli;
 mod config;
 mod elicit;
 mod host;
@@ -20,8 +22,8 @@ pub use crate::{
         ApplyPatch, ApplyPatchInput, ApplyPatchOutput, Edit, EditInput, EditOutput, PatchedFile,
         Read, ReadInput, ReadOutput, Write, WriteInput, WriteOutput,
     },
-    mcp::{McpRun, McpServer},
-    runtime::{RunBuilder, Settings, catalog},
+    mcp::{McpRun, McpServer, mcp_result, mcp_tool},
+    runtime::{RunBuilder, RunOptions, Settings, catalog},
     stdio::{LineTransport, stdio_transport},
     terminal::TerminalPort,
 };

@@ -178,7 +178,7 @@ fn progress_sink(peer: rmcp::Peer<RoleServer>, token: ProgressToken) -> Progress
 }
 
 /// A tool as MCP lists it, with the tier mapped onto annotations.
-pub(crate) fn mcp_tool(spec: &ToolSpec) -> Tool {
+pub fn mcp_tool(spec: &ToolSpec) -> Tool {
     let annotations = match spec.tier {
         Tier::Read => ToolAnnotations::new().read_only(true),
         Tier::Write => ToolAnnotations::new()
@@ -200,7 +200,7 @@ pub(crate) fn mcp_tool(spec: &ToolSpec) -> Tool {
 }
 
 /// A dispatch result as MCP content: the text, any images, and the structured result.
-pub(crate) fn mcp_result(result: ToolResult) -> CallToolResult {
+pub fn mcp_result(result: ToolResult) -> CallToolResult {
     let mut content = vec![ContentBlock::text(result.text)];
     for image in result.images {
         let data = base64::engine::general_purpose::STANDARD.encode(&image.data);

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
+
 use tools_core::{
     ApprovalPolicy, Dispatcher, DispatcherOptions, NoHuman, QuestionPort, Questions, Registry,
     RegistryBuilder, Run, Surface, Workspace,
@@ -192,6 +194,24 @@ fn with_every_factory(builder: RunBuilder, settings: Option<&Settings>) -> RunBu
     builder
 }
 
+/// What a caller chooses about a run before the config file is read: the flags of `serve`
+/// and `call`, and the arguments of the Python `Run(...)`, alike.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The workspace root (made absolute when loaded).
+    pub root: PathBuf,
+    /// A config file instead of `agent-tools.toml` in the root.
+    pub config: Option<PathBuf>,
+    /// Which tools are listed and callable.
+    pub surface: Surface,
+    /// What happens to write and exec calls, over the config file's choice.
+    pub approval: Option<ApprovalPolicy>,
+    /// Vibe mode on, whatever the config file says.
+    pub vibe: bool,
+    /// Where workers' transcripts and results go.
+    pub state_dir: Option<PathBuf>,
+}
+
 /// What the binary was told on the command line and in `agent-tools.toml`, resolved.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -252,6 +272,37 @@ impl Settings {
             #[cfg(feature = "debug")]
             debug: config.debug.clone(),
         })
+    }
+
+    /// Settings for `options`: the root made absolute, the config file read, the choices of
+    /// `options` over the file's, and the result checked. Every way of starting a run (`serve`,
+    /// `call`, the Python bindings) comes through here, so they build the same run.
+    pub fn load(options: &RunOptions) -> anyhow::Result<Self> {
+        let root = options.root.canonicalize().with_context(|| {
+            format!(
+                "the workspace root {} does not exist",
+                options.root.display()
+            )
+        })?;
+        let (config, path) = Config::load(&root, options.config.as_deref())?;
+        if let Some(path) = path {
+            tracing::info!(config = %path.display(), "loaded the config file");
+        }
+        #[allow(unused_mut)]
+        let mut settings = Settings::new(root, &config, options.surface, options.approval)?;
+        #[cfg(feature = "vibe")]
+        {
+            settings.vibe.enabled |= options.vibe;
+            if let Some(dir) = &options.state_dir {
+                settings.vibe.state_dir = Some(dir.clone());
+            }
+        }
+        #[cfg(not(feature = "vibe"))]
+        if options.vibe {
+            anyhow::bail!("this build has no vibe feature; rebuild with `--features vibe`");
+        }
+        settings.check()?;
+        Ok(settings)
     }
 
     /// Checks what can be checked before a run starts (the language-server table).

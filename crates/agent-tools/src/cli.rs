@@ -1,0 +1,359 @@
+//! The `agent-tools` command line: serve a run over MCP, make one call, or list the tools.
+//!
+//! It lives in the library so that every way of installing the command (the Rust binary, the
+//! Python wheel's console script) runs the same code.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use rmcp::ServiceExt;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tools_core::{
+    ApprovalPolicy, CallOptions, NoHuman, Progress, ProgressSink, QuestionPort, ShutdownSummary,
+    Surface, ToolCall,
+};
+
+use crate::{McpRun, McpServer, RunOptions, Settings, catalog};
+
+/// Built-in tools for coding agents, bound to one workspace.
+#[derive(Debug, Parser)]
+#[command(name = "agent-tools", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve one run over stdio as an MCP server.
+    Serve(RunArgs),
+    /// Run one tool call and print its result (exit status 1 when the tool fails).
+    Call {
+        /// The tool's name, e.g. `read`.
+        tool: String,
+        /// The arguments as a JSON object, e.g. '{"path": "README.md"}'.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// List the tools with their tiers, descriptions and schemas.
+    Tools {
+        /// Only the tools this surface sees.
+        #[arg(long, default_value = "full")]
+        surface: Surface,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The workspace root; every path is confined to it.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// A config file instead of `agent-tools.toml` in the root.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Which tools are listed and callable: full, plan (read only) or readonly (read only).
+    #[arg(long, default_value = "full")]
+    surface: Surface,
+    /// What happens to write and exec calls: ask (a person approves each; with no one to ask
+    /// — an MCP client without elicitation, or `call` without a terminal — they are
+    /// refused), allow (they run), deny.
+    #[arg(long)]
+    approval: Option<ApprovalPolicy>,
+    /// Vibe mode: background workers (the `vibe_*` tools), configured under [vibe].
+    #[arg(long)]
+    vibe: bool,
+    /// Where workers' transcripts and results go (default: the platform's state folder).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+}
+
+impl RunArgs {
+    fn settings(&self) -> anyhow::Result<Settings> {
+        Settings::load(&RunOptions {
+            root: self.root.clone(),
+            config: self.config.clone(),
+            surface: self.surface,
+            approval: self.approval,
+            vibe: self.vibe,
+            state_dir: self.state_dir.clone(),
+        })
+    }
+}
+
+/// Runs the command line `args` (the first is the program's name, as in `std::env::args_os`)
+/// and returns the process's exit status.
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    ExitCode::from(status(args))
+}
+
+/// [`main`], with the exit status as a number (what an embedding such as the Python wheel's
+/// console script hands to its own `exit`).
+pub fn status<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    // `--help`, `--version` and usage errors print and end here, without exiting the process
+    // from inside a library.
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return u8::try_from(error.exit_code()).unwrap_or(2);
+        }
+    };
+    let default_level = match cli.command {
+        Command::Serve(_) => "warn,agent_tools=info,tools_core=info",
+        _ => "warn",
+    };
+    // Logs go to standard error only: standard output is the MCP stream or the result.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AGENT_TOOLS_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
+        )
+        .try_init()
+        .ok();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return 1;
+        }
+    };
+    // Grandchildren whose parent died (rustc under `cargo check`, node workers) are
+    // re-parented to us, not to init, so they are reaped and found at shutdown.
+    if let Err(error) = tools_process::become_subreaper() {
+        tracing::warn!(%error, "cannot become a child subreaper; orphans go to init");
+    }
+    let outcome = runtime.block_on(async {
+        tools_process::spawn_orphan_reaper();
+        run(cli).await
+    });
+    // Tasks still blocked (a read of stdin) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            2
+        }
+    }
+}
+
+/// Serves MCP over stdio until the client closes the connection or stdin ends.
+async fn serve(server: McpServer) -> anyhow::Result<()> {
+    let service = server
+        .serve(crate::stdio_transport())
+        .await
+        .context("the MCP client did not complete initialisation")?;
+    service
+        .waiting()
+        .await
+        .context("the MCP service stopped with an error")?;
+    Ok(())
+}
+
+/// Ends a served run: its calls and resources within `bound`, then every process group of
+/// this process still alive (TERM, a short grace, KILL).
+async fn end_run(run: &McpRun, bound: Duration) {
+    if let Some(summary) = run.shutdown(bound).await {
+        report_shutdown(&summary, bound);
+    }
+    let report = tools_process::shutdown_all(Duration::from_millis(500)).await;
+    if report.killed > 0 {
+        tracing::warn!(
+            groups = report.killed,
+            "killed process groups that outlived the run's shutdown"
+        );
+    }
+}
+
+fn report_shutdown(summary: &ShutdownSummary, bound: Duration) {
+    if !summary.calls_ended || !summary.timed_out.is_empty() {
+        tracing::warn!(
+            calls_cancelled = summary.calls_cancelled,
+            calls_ended = summary.calls_ended,
+            timed_out = ?summary.timed_out,
+            bound_seconds = bound.as_secs_f64(),
+            "the run did not end cleanly within its bound; what is left is killed"
+        );
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP: each ends the run.
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Self> {
+        let listen = |kind| signal(kind).context("cannot listen for signals");
+        Ok(Signals {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+            hangup: listen(SignalKind::hangup())?,
+        })
+    }
+
+    /// The name of the next signal received.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.hangup.recv() => "SIGHUP",
+        }
+    }
+}
+
+/// A description's first sentence, whole: its first paragraph joined (doc comments wrap
+/// mid-sentence), up to the first full stop that ends a sentence.
+fn summary(description: &str) -> String {
+    let paragraph: Vec<&str> = description
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let paragraph = paragraph.join(" ");
+    match paragraph.find(". ") {
+        Some(end) => paragraph[..=end].to_owned(),
+        None => paragraph,
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Serve(args) => {
+            let settings = args.settings()?;
+            let bound = settings.shutdown_bound;
+            tracing::info!(root = %settings.root.display(), surface = %settings.surface, approval = %settings.approval, "serving over stdio");
+            let server = McpServer::new(settings);
+            let run = server.run();
+            let mut signals = Signals::new()?;
+            // The connection ends on MCP close or stdin EOF (the service stops), or on a
+            // signal; either way the run is ended, bounded, and what is left is killed.
+            let outcome = tokio::select! {
+                served = serve(server) => served,
+                signal = signals.next() => {
+                    tracing::info!(signal, "ending the run");
+                    Ok(())
+                }
+            };
+            end_run(&run, bound).await;
+            outcome.map(|()| 0)
+        }
+        Command::Call {
+            tool,
+            arguments,
+            run,
+        } => {
+            let arguments: serde_json::Value = serde_json::from_str(&arguments)
+                .with_context(|| format!("the arguments are not JSON: {arguments}; pass an object like '{{\"path\": \"README.md\"}}'"))?;
+            let settings = run.settings()?;
+            let port: Arc<dyn QuestionPort> = match std::io::stdin().is_terminal() {
+                true => Arc::new(crate::TerminalPort::stdio()),
+                false => Arc::new(NoHuman {
+                    reason: "standard input is not a terminal".to_owned(),
+                }),
+            };
+            let bound = settings.shutdown_bound;
+            let asks_nobody =
+                settings.approval == ApprovalPolicy::Ask && !std::io::stdin().is_terminal();
+            let dispatcher = settings.dispatcher(Some(port))?;
+            // Progress goes to stderr, one line per report; stdout carries only the result.
+            let progress: ProgressSink = Arc::new(|progress: Progress| {
+                let count = match (progress.done, progress.total) {
+                    (Some(done), Some(total)) => format!(" ({done}/{total})"),
+                    (Some(done), None) => format!(" ({done})"),
+                    _ => String::new(),
+                };
+                eprintln!("… {}{count}", progress.message);
+            });
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let mut signals = Signals::new()?;
+            let call = dispatcher.dispatch_with(
+                ToolCall {
+                    name: tool,
+                    arguments,
+                },
+                CallOptions {
+                    cancel: Some(cancel.clone()),
+                    progress: Some(progress),
+                },
+            );
+            tokio::pin!(call);
+            let result = tokio::select! {
+                result = &mut call => result,
+                signal = signals.next() => {
+                    eprintln!("{signal}: cancelling the call");
+                    cancel.cancel();
+                    call.await
+                }
+            };
+            let summary = dispatcher.shutdown(bound).await;
+            report_shutdown(&summary, bound);
+            tools_process::shutdown_all(Duration::from_millis(500)).await;
+            for image in &result.images {
+                tracing::info!(mime = %image.mime_type, bytes = image.data.len(), "the result has an image");
+            }
+            if result.is_error {
+                eprintln!("{}", result.text);
+                // The refusal is written for a model ("do not retry"); the person at the shell
+                // chose this call and needs the flag that lets it through.
+                if asks_nobody && result.text.contains("no approver is connected") {
+                    eprintln!(
+                        "\nagent-tools: nobody can approve this call here (standard input is \
+                         not a terminal). To run write and exec tools without asking, add \
+                         `--approval allow` (or set `approval = \"allow\"` in agent-tools.toml)."
+                    );
+                }
+                Ok(1)
+            } else {
+                println!("{}", result.text);
+                Ok(0)
+            }
+        }
+        Command::Tools { surface, json } => {
+            let registry = catalog()?;
+            let specs: Vec<_> = registry
+                .specs()
+                .filter(|spec| surface.allows(spec.tier))
+                .collect();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&specs)?);
+            } else {
+                for spec in specs {
+                    println!(
+                        "{:<16} {:<6} {}",
+                        spec.name,
+                        spec.tier,
+                        summary(&spec.description)
+                    );
+                }
+            }
+            Ok(0)
+        }
+    }
+}
