@@ -97,13 +97,22 @@ async fn lsp_7_rust_every_broken_call_is_counted_here_and_in_other_files() {
         ],
         "{shown}"
     );
-    assert!(!shown.contains("E0107"), "{shown}");
+    // Each broken call is one finding. Where both passes reported a line, cargo's richer
+    // E0061 is the one kept; when the write settles before cargo's check has published a
+    // line (it happens on a loaded machine), rust-analyzer's own E0107 stands for it — the
+    // count is the same either way.
+    let line_8_cargo = "\nsrc/lib.rs:8: error[E0061]: this function takes 3 arguments but 2 \
+                        arguments were supplied\n    let a = add(1, 1);";
+    let line_8_native =
+        "\nsrc/lib.rs:8: error[E0107]: expected 3 arguments, found 2\n    let a = add(1, 1);";
     assert!(
-        shown.contains(
-            "\nsrc/lib.rs:8: error[E0061]: this function takes 3 arguments but 2 arguments were \
-             supplied\n    let a = add(1, 1);"
-        ),
+        shown.contains(line_8_cargo) || shown.contains(line_8_native),
         "{shown}"
+    );
+    assert_eq!(
+        shown.matches("\nsrc/lib.rs:8: ").count(),
+        1,
+        "two passes on one line were not merged: {shown}"
     );
     assert_eq!(
         fallout_count(&diagnostics, "src/calls.rs"),
