@@ -200,6 +200,22 @@ pub struct PreparedCall {
         Box<dyn FnOnce(CallContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send>,
 }
 
+impl Writes {
+    /// The one file an argument names (nothing when it does not resolve inside the
+    /// workspace: the call itself reports that).
+    pub fn path(workspace: &Workspace, given: &str) -> Self {
+        Writes {
+            files: workspace.resolve(given).into_iter().collect(),
+            more: false,
+        }
+    }
+
+    /// The same, for a call that may also write files its arguments do not name.
+    pub fn and_more(self) -> Self {
+        Writes { more: true, ..self }
+    }
+}
+
 impl std::fmt::Debug for PreparedCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PreparedCall")

@@ -74,10 +74,7 @@ impl Tool for LspCodeAction {
 
     /// The file it is asked about; an action may change others too (an import added).
     fn writes(&self, input: &LspCodeActionInput, workspace: &Workspace) -> Writes {
-        Writes {
-            files: workspace.resolve(&input.file).into_iter().collect(),
-            more: true,
-        }
+        Writes::path(workspace, &input.file).and_more()
     }
 
     async fn call(

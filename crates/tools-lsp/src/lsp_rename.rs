@@ -102,10 +102,7 @@ impl Tool for LspRename {
     const WRITES_FILES: bool = true;
 
     fn writes(&self, input: &LspRenameInput, workspace: &Workspace) -> Writes {
-        Writes {
-            files: workspace.resolve(&input.file).into_iter().collect(),
-            more: true,
-        }
+        Writes::path(workspace, &input.file).and_more()
     }
 
     async fn call(

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 use tools_core::{Shutdown, Surface};
 use tools_process::{Command, Input, Output, Sandbox, StderrTail};
 
@@ -243,28 +244,8 @@ struct Inner {
     spawned: Mutex<u64>,
     /// Wakes waiters on every change of any worker.
     changed: Notify,
-    /// Running tasks, for shutdown.
-    tasks: tokio_util_free::Tasks,
-}
-
-/// A tiny stand-in for a task tracker: counts running worker tasks.
-mod tokio_util_free {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[derive(Default)]
-    pub(crate) struct Tasks(AtomicUsize);
-
-    impl Tasks {
-        pub(crate) fn enter(&self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-        pub(crate) fn leave(&self) {
-            self.0.fetch_sub(1, Ordering::SeqCst);
-        }
-        pub(crate) fn running(&self) -> usize {
-            self.0.load(Ordering::SeqCst)
-        }
-    }
+    /// The tasks running workers, awaited at shutdown.
+    tasks: TaskTracker,
 }
 
 impl std::fmt::Debug for Roster {
@@ -549,12 +530,10 @@ impl Roster {
         }
         for (worker, stopped) in to_start {
             let roster = self.clone();
-            self.inner.tasks.enter();
-            tokio::spawn(async move {
+            self.inner.tasks.spawn(async move {
                 let id = worker.id;
                 let ended = roster.run(worker, stopped).await;
                 roster.finish(id, ended);
-                roster.inner.tasks.leave();
                 roster.inner.changed.notify_waiters();
                 roster.schedule();
             });
@@ -760,15 +739,10 @@ impl Roster {
                 }
             }
         }
-        while self.inner.tasks.running() > 0 {
-            let notified = self.inner.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.inner.tasks.running() == 0 {
-                break;
-            }
-            let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
-        }
+        // Nothing is queued any more, so no task starts another: closing lets `wait` end
+        // once every running worker's process group is gone.
+        self.inner.tasks.close();
+        self.inner.tasks.wait().await;
     }
 }
 

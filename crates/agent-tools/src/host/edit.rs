@@ -56,10 +56,7 @@ impl Tool for Edit {
     const WRITES_FILES: bool = true;
 
     fn writes(&self, input: &EditInput, workspace: &Workspace) -> Writes {
-        Writes {
-            files: workspace.resolve(&input.path).into_iter().collect(),
-            more: false,
-        }
+        Writes::path(workspace, &input.path)
     }
 
     async fn call(

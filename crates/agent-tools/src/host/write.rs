@@ -53,10 +53,7 @@ impl Tool for Write {
     const WRITES_FILES: bool = true;
 
     fn writes(&self, input: &WriteInput, workspace: &Workspace) -> Writes {
-        Writes {
-            files: workspace.resolve(&input.path).into_iter().collect(),
-            more: false,
-        }
+        Writes::path(workspace, &input.path)
     }
 
     async fn call(
