@@ -204,6 +204,7 @@ impl NativeRun {
         let options = CallOptions {
             cancel: Some(token.clone()),
             progress: sink,
+            asker: None,
         };
         let deliver = |py: Python<'py>| {
             let Some(callback) = &progress else { return };

@@ -301,6 +301,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 CallOptions {
                     cancel: Some(cancel.clone()),
                     progress: Some(progress),
+                    asker: None,
                 },
             );
             tokio::pin!(call);

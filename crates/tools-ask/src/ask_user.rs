@@ -89,6 +89,7 @@ impl Tool for AskUser {
     type Input = AskUserInput;
     type Output = AskUserOutput;
     const NAME: &'static str = "ask_user";
+    const TITLE: &'static str = "Ask the user";
     const TIER: Tier = Tier::Read;
 
     async fn call(

@@ -75,6 +75,7 @@ impl Tool for AstEdit {
     type Input = AstEditInput;
     type Output = AstEditOutput;
     const NAME: &'static str = "ast_edit";
+    const TITLE: &'static str = "Stage a structural rewrite";
     const TIER: Tier = Tier::Write;
 
     async fn call(

@@ -99,6 +99,7 @@ impl Tool for AstGrep {
     type Input = AstGrepInput;
     type Output = AstGrepOutput;
     const NAME: &'static str = "ast_grep";
+    const TITLE: &'static str = "Find code by its shape";
     const TIER: Tier = Tier::Read;
 
     async fn call(

@@ -64,6 +64,7 @@ impl Tool for Resolve {
     type Input = ResolveInput;
     type Output = ResolveOutput;
     const NAME: &'static str = "resolve";
+    const TITLE: &'static str = "Apply or discard a staged rewrite";
     const TIER: Tier = Tier::Write;
     const WRITES_FILES: bool = true;
 

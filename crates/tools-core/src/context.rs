@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::Bridge;
-use crate::{Lane, Run, Workspace};
+use crate::{Lane, QuestionPort, Run, Workspace};
 
 /// Who made a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +60,8 @@ pub struct CallContext {
     pub(crate) origin: Origin,
     pub(crate) cancel: CancellationToken,
     pub(crate) progress: Option<ProgressSink>,
+    /// Where this call's cards go instead of the run's port (see `CallOptions::asker`).
+    pub(crate) asker: Option<Arc<dyn QuestionPort>>,
     /// Lanes held by this call and every call it was bridged from.
     pub(crate) held: Vec<Lane>,
     pub(crate) bridge: Option<Bridge>,
@@ -80,6 +82,7 @@ impl CallContext {
             origin: Origin::Model,
             cancel: CancellationToken::new(),
             progress: None,
+            asker: None,
             held: Vec::new(),
             bridge: None,
         }

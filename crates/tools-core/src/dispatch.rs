@@ -21,8 +21,8 @@ use tokio_util::task::TaskTracker;
 use crate::context::{Origin, Progress, ProgressSink};
 use crate::registry::Registered;
 use crate::{
-    Answer, ApprovalPolicy, CallContext, Lane, Registry, Surface, ToolError, ToolResult, ToolSpec,
-    Writes,
+    Answer, ApprovalPolicy, CallContext, Lane, QuestionPort, Registry, Surface, ToolError,
+    ToolResult, ToolSpec, Writes,
 };
 
 /// How deep bridge calls may nest: a cell's `tool()` is 1, a tool that cell called calling
@@ -84,13 +84,19 @@ impl Default for DispatcherOptions {
     }
 }
 
-/// What a caller adds to one call: a token that cancels it, and where its progress goes.
+/// What a caller adds to one call: a token that cancels it, where its progress goes, and
+/// where its cards go.
 #[derive(Clone, Default)]
 pub struct CallOptions {
     /// Fires when the caller cancels (MCP `notifications/cancelled`).
     pub cancel: Option<CancellationToken>,
     /// Receives the call's progress reports.
     pub progress: Option<ProgressSink>,
+    /// Where cards raised by this call and the calls it bridges go (its approval, an
+    /// `ask_user` it makes), instead of the run's port: an MCP server answers them through
+    /// the request that made the call. `None`: the run's port. Numbering and expiry stay the
+    /// run's (ASK-4).
+    pub asker: Option<Arc<dyn QuestionPort>>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -98,6 +104,7 @@ impl std::fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("cancel", &self.cancel)
             .field("progress", &self.progress.is_some())
+            .field("asker", &self.asker.is_some())
             .finish()
     }
 }
@@ -174,6 +181,15 @@ impl Dispatcher {
         visible(&self.inner.registry, self.inner.options.surface).collect()
     }
 
+    /// Whether `call` can run long (a cell, a debugger `continue`, a wait on a worker), so a
+    /// server may answer it as a task; `false` for unknown tools and arguments that do not
+    /// decode, which fail at once.
+    pub fn may_run_long(&self, call: &ToolCall) -> bool {
+        self.inner
+            .lookup(&call.name)
+            .is_ok_and(|registered| registered.tool.may_run_long(&call.arguments))
+    }
+
     /// Runs one call by the model through every stage and returns its result; never panics.
     pub async fn dispatch(&self, call: ToolCall) -> ToolResult {
         self.dispatch_with(call, CallOptions::default()).await
@@ -195,15 +211,14 @@ impl Dispatcher {
             });
             done.drop_guard()
         });
-        Inner::dispatch(
-            &self.inner,
-            call,
-            Origin::Model,
-            Vec::new(),
+        let caller = Caller {
+            origin: Origin::Model,
+            held: Vec::new(),
             token,
-            options.progress,
-        )
-        .await
+            progress: options.progress,
+            asker: options.asker,
+        };
+        Inner::dispatch(&self.inner, call, caller).await
     }
 
     /// Whether shutdown has begun: new calls are refused.
@@ -263,6 +278,7 @@ pub struct Bridge {
     held: Vec<Lane>,
     cancel: CancellationToken,
     progress: Option<ProgressSink>,
+    asker: Option<Arc<dyn QuestionPort>>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -304,33 +320,35 @@ impl Bridge {
                 })
             }) as ProgressSink
         });
-        Inner::dispatch(
-            &inner,
-            call,
-            Origin::Bridge {
+        let caller = Caller {
+            origin: Origin::Bridge {
                 parent: self.parent,
                 parent_tool: self.parent_tool,
                 depth,
             },
-            self.held.clone(),
-            self.cancel.child_token(),
+            held: self.held.clone(),
+            token: self.cancel.child_token(),
             progress,
-        )
-        .await
+            asker: self.asker.clone(),
+        };
+        Inner::dispatch(&inner, call, caller).await
     }
+}
+
+/// Who makes a call and what it inherits from them: its origin, the lanes its ancestors
+/// hold, its cancellation, and where its progress and cards go.
+struct Caller {
+    origin: Origin,
+    held: Vec<Lane>,
+    token: CancellationToken,
+    progress: Option<ProgressSink>,
+    asker: Option<Arc<dyn QuestionPort>>,
 }
 
 impl Inner {
     /// Runs a call as a task of the dispatcher and waits for it; if this future is dropped
     /// first, the call's token fires and the task winds down on its own.
-    async fn dispatch(
-        this: &Arc<Inner>,
-        call: ToolCall,
-        origin: Origin,
-        held: Vec<Lane>,
-        token: CancellationToken,
-        progress: Option<ProgressSink>,
-    ) -> ToolResult {
+    async fn dispatch(this: &Arc<Inner>, call: ToolCall, caller: Caller) -> ToolResult {
         let name = call.name.clone();
         if this.closing.load(Ordering::SeqCst) {
             return ToolResult::error(&ToolError::failed(format!(
@@ -339,14 +357,13 @@ impl Inner {
         }
         let max = this.options.max_output_bytes;
         let id = this.next_id.fetch_add(1, Ordering::Relaxed);
+        let guard = caller.token.clone().drop_guard();
         let task = {
             let this = Arc::clone(this);
-            let token = token.clone();
             this.calls
                 .clone()
-                .spawn(async move { this.run_call(call, id, origin, held, token, progress).await })
+                .spawn(async move { this.run_call(call, id, caller).await })
         };
-        let guard = token.drop_guard();
         let result = match task.await {
             Ok(result) => result,
             Err(error) if error.is_panic() => {
@@ -363,15 +380,14 @@ impl Inner {
         limit_output(result, max)
     }
 
-    async fn run_call(
-        self: Arc<Self>,
-        call: ToolCall,
-        id: u64,
-        origin: Origin,
-        mut held: Vec<Lane>,
-        token: CancellationToken,
-        progress: Option<ProgressSink>,
-    ) -> ToolResult {
+    async fn run_call(self: Arc<Self>, call: ToolCall, id: u64, caller: Caller) -> ToolResult {
+        let Caller {
+            origin,
+            mut held,
+            token,
+            progress,
+            asker,
+        } = caller;
         let registered = match self.lookup(&call.name) {
             Ok(registered) => registered,
             Err(error) => return ToolResult::error(&error),
@@ -383,7 +399,7 @@ impl Inner {
                 Err(error) => return ToolResult::error(&ToolError::Arguments(error)),
             };
         let spec = &registered.spec;
-        if let Err(error) = self.approve(spec, &call, &origin).await {
+        if let Err(error) = self.approve(spec, &call, &origin, asker.as_ref()).await {
             return ToolResult::error(&error);
         }
         let _lane = match spec.lane {
@@ -423,6 +439,7 @@ impl Inner {
             origin,
             cancel: token.clone(),
             progress: progress.clone(),
+            asker: asker.clone(),
             held: held.clone(),
             bridge: Some(Bridge {
                 inner: Arc::downgrade(&self),
@@ -432,6 +449,7 @@ impl Inner {
                 held,
                 cancel: token.clone(),
                 progress,
+                asker,
             }),
         };
         let wrappers: Vec<&dyn Wrapper> = self
@@ -511,6 +529,7 @@ impl Inner {
         spec: &ToolSpec,
         call: &ToolCall,
         origin: &Origin,
+        asker: Option<&Arc<dyn QuestionPort>>,
     ) -> Result<(), ToolError> {
         if !spec.tier.needs_approval() {
             return Ok(());
@@ -550,7 +569,9 @@ impl Inner {
                          (nesting level {depth}).\n{details}"
                     );
                 }
-                let (number, answer) = questions.ask_permission(question, Some(details)).await;
+                let (number, answer) = questions
+                    .ask_permission_through(asker, question, Some(details))
+                    .await;
                 if answer.allows() {
                     return Ok(());
                 }

@@ -121,12 +121,24 @@ impl Questions {
         self.expiry
     }
 
-    /// Numbers `card`, shows it, and waits at most the expiry for the answer.
-    pub async fn ask(&self, mut card: Card) -> (u64, Answer) {
+    /// Numbers `card`, shows it, and waits at most the expiry for the answer. It goes where
+    /// the running call's cards go ([`crate::CallOptions::asker`]), or to the run's port.
+    pub async fn ask(&self, card: Card) -> (u64, Answer) {
+        let asker = crate::CallContext::current().and_then(|context| context.asker);
+        self.ask_through(asker.as_ref(), card).await
+    }
+
+    /// [`Questions::ask`] through `asker` when given, else the run's port.
+    pub async fn ask_through(
+        &self,
+        asker: Option<&Arc<dyn QuestionPort>>,
+        mut card: Card,
+    ) -> (u64, Answer) {
         card.number = self.next_number.fetch_add(1, Ordering::Relaxed);
         card.expires_in = self.expiry;
         let number = card.number;
-        let answer = match tokio::time::timeout(self.expiry, self.port.ask(card)).await {
+        let port = asker.unwrap_or(&self.port);
+        let answer = match tokio::time::timeout(self.expiry, port.ask(card)).await {
             Ok(answer) => answer,
             Err(_elapsed) => Answer::Expired,
         };
@@ -135,16 +147,31 @@ impl Questions {
 
     /// Asks for permission: allow or deny, nothing else (CORE-5).
     pub async fn ask_permission(&self, question: String, context: Option<String>) -> (u64, Answer) {
-        self.ask(Card {
-            number: 0,
-            kind: CardKind::Permission,
-            question,
-            context,
-            options: Vec::new(),
-            allow_free_text: false,
-            multi_select: false,
-            expires_in: self.expiry,
-        })
+        let asker = crate::CallContext::current().and_then(|context| context.asker);
+        self.ask_permission_through(asker.as_ref(), question, context)
+            .await
+    }
+
+    /// [`Questions::ask_permission`] through `asker` when given, else the run's port.
+    pub async fn ask_permission_through(
+        &self,
+        asker: Option<&Arc<dyn QuestionPort>>,
+        question: String,
+        context: Option<String>,
+    ) -> (u64, Answer) {
+        self.ask_through(
+            asker,
+            Card {
+                number: 0,
+                kind: CardKind::Permission,
+                question,
+                context,
+                options: Vec::new(),
+                allow_free_text: false,
+                multi_select: false,
+                expires_in: self.expiry,
+            },
+        )
         .await
     }
 }

@@ -100,6 +100,8 @@ impl std::fmt::Debug for Run {
 pub struct ToolSpec {
     /// The name the model calls.
     pub name: &'static str,
+    /// A short human title, for clients that show one.
+    pub title: &'static str,
     /// What it may do.
     pub tier: Tier,
     /// The lane its calls serialise on (CORE-6); `None`: calls overlap.
@@ -125,6 +127,7 @@ impl ToolSpec {
         output_schema.remove("description");
         ToolSpec {
             name: tool.name(),
+            title: tool.title(),
             tier: tool.tier(),
             lane: tool.lane(),
             writes_files: tool.writes_files(),

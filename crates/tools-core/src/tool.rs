@@ -23,6 +23,8 @@ pub trait Tool: Send + Sync + 'static {
     type Output: Serialize + JsonSchema + Send + 'static;
     /// The name the model calls.
     const NAME: &'static str;
+    /// A short human title for a client's tool list ("Read a file"), no icon.
+    const TITLE: &'static str;
     /// What the tool may do (CORE-3).
     const TIER: Tier;
     /// The lane its calls serialise on, one lock per lane per run (CORE-6); `None` lets
@@ -42,6 +44,14 @@ pub trait Tool: Send + Sync + 'static {
     fn writes(&self, input: &Self::Input, workspace: &Workspace) -> Writes {
         let _ = (input, workspace);
         Writes::default()
+    }
+
+    /// Whether a call with these arguments can run long enough to outlast a client's call
+    /// timeout (a cell, a debugger `continue`, a wait on a worker): such calls may be answered
+    /// as tasks, and keep their progress flowing (PROD-2).
+    fn may_run_long(&self, input: &Self::Input) -> bool {
+        let _ = input;
+        false
     }
 
     /// Runs one call with decoded arguments.
@@ -229,6 +239,11 @@ impl std::fmt::Debug for PreparedCall {
 pub trait AnyTool: Send + Sync + 'static {
     /// The name the model calls.
     fn name(&self) -> &'static str;
+    /// The short human title.
+    fn title(&self) -> &'static str;
+    /// Whether a call with these (raw) arguments may run long; `false` when they do not
+    /// decode.
+    fn may_run_long(&self, arguments: &Value) -> bool;
     /// The tool's tier.
     fn tier(&self) -> Tier;
     /// The lane its calls serialise on.
@@ -252,6 +267,19 @@ pub trait AnyTool: Send + Sync + 'static {
 impl<T: Tool> AnyTool for T {
     fn name(&self) -> &'static str {
         T::NAME
+    }
+
+    fn title(&self) -> &'static str {
+        T::TITLE
+    }
+
+    fn may_run_long(&self, arguments: &Value) -> bool {
+        let arguments = match arguments {
+            Value::Null => Value::Object(Default::default()),
+            other => other.clone(),
+        };
+        serde_json::from_value::<T::Input>(arguments)
+            .is_ok_and(|input| Tool::may_run_long(self, &input))
     }
 
     fn tier(&self) -> Tier {

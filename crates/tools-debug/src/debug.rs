@@ -200,9 +200,23 @@ impl Tool for Debug {
     type Input = DebugInput;
     type Output = DebugOutput;
     const NAME: &'static str = "debug";
+    const TITLE: &'static str = "Debug a program";
     const TIER: Tier = Tier::Exec;
     const LANE: Option<Lane> = Some(Lane::DEBUG);
     const GRACEFUL_CANCEL: bool = true;
+
+    /// Starting a program or running it to its next stop takes as long as the program does.
+    fn may_run_long(&self, input: &DebugInput) -> bool {
+        matches!(
+            input.operation,
+            Operation::Launch
+                | Operation::Attach
+                | Operation::Continue
+                | Operation::StepOver
+                | Operation::StepIn
+                | Operation::StepOut
+        )
+    }
 
     async fn call(&self, context: CallContext, input: DebugInput) -> Answer {
         let conversation = context.run.conversation.clone();

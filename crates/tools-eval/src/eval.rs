@@ -118,9 +118,15 @@ impl Tool for Eval {
     type Input = EvalInput;
     type Output = EvalOutput;
     const NAME: &'static str = "eval";
+    const TITLE: &'static str = "Run Python or JavaScript";
     const TIER: Tier = Tier::Exec;
     const LANE: Option<Lane> = Some(Lane::EVAL);
     const GRACEFUL_CANCEL: bool = true;
+
+    /// A cell runs as long as its code does.
+    fn may_run_long(&self, _input: &EvalInput) -> bool {
+        true
+    }
 
     async fn call(
         &self,

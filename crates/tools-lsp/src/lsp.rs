@@ -270,7 +270,17 @@ impl Tool for Lsp {
     type Input = LspInput;
     type Output = LspOutput;
     const NAME: &'static str = "lsp";
+    const TITLE: &'static str = "Ask the language server";
     const TIER: Tier = Tier::Read;
+
+    /// A project check (`diagnostics` over `*` or a folder prefix) runs the whole checker.
+    fn may_run_long(&self, input: &LspInput) -> bool {
+        input.operation == Operation::Diagnostics
+            && input
+                .file
+                .as_deref()
+                .is_some_and(|file| file.trim().ends_with('*'))
+    }
 
     async fn call(&self, context: CallContext, input: LspInput) -> Answer {
         let workspace = context.workspace();

@@ -69,6 +69,7 @@ impl Tool for LspCodeAction {
     type Input = LspCodeActionInput;
     type Output = LspCodeActionOutput;
     const NAME: &'static str = "lsp_code_action";
+    const TITLE: &'static str = "Apply a language server code action";
     const TIER: Tier = Tier::Write;
     const WRITES_FILES: bool = true;
 

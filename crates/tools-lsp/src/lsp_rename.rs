@@ -98,6 +98,7 @@ impl Tool for LspRename {
     type Input = LspRenameInput;
     type Output = LspRenameOutput;
     const NAME: &'static str = "lsp_rename";
+    const TITLE: &'static str = "Rename a symbol";
     const TIER: Tier = Tier::Write;
     const WRITES_FILES: bool = true;
 

@@ -154,6 +154,7 @@ impl Tool for VibeSpawn {
     type Input = VibeSpawnInput;
     type Output = WorkerView;
     const NAME: &'static str = "vibe_spawn";
+    const TITLE: &'static str = "Start a background worker";
     const TIER: Tier = Tier::Read;
 
     async fn call(
@@ -220,6 +221,7 @@ impl Tool for VibeSend {
     type Input = VibeSendInput;
     type Output = WorkerView;
     const NAME: &'static str = "vibe_send";
+    const TITLE: &'static str = "Send a worker a message";
     const TIER: Tier = Tier::Read;
 
     async fn call(
@@ -286,7 +288,13 @@ impl Tool for VibeWait {
     type Input = VibeWaitInput;
     type Output = WorkerView;
     const NAME: &'static str = "vibe_wait";
+    const TITLE: &'static str = "Wait for workers";
     const TIER: Tier = Tier::Read;
+
+    /// A wait lasts up to its timeout.
+    fn may_run_long(&self, _input: &VibeWaitInput) -> bool {
+        true
+    }
 
     async fn call(
         &self,
@@ -341,6 +349,7 @@ impl Tool for VibeKill {
     type Input = VibeKillInput;
     type Output = WorkerView;
     const NAME: &'static str = "vibe_kill";
+    const TITLE: &'static str = "Stop a worker";
     const TIER: Tier = Tier::Read;
 
     async fn call(
@@ -394,6 +403,7 @@ impl Tool for VibeList {
     type Input = VibeListInput;
     type Output = VibeListOutput;
     const NAME: &'static str = "vibe_list";
+    const TITLE: &'static str = "List workers";
     const TIER: Tier = Tier::Read;
 
     async fn call(

@@ -73,6 +73,7 @@ impl Tool for ApplyPatch {
     type Input = ApplyPatchInput;
     type Output = ApplyPatchOutput;
     const NAME: &'static str = "apply_patch";
+    const TITLE: &'static str = "Apply a patch";
     const TIER: Tier = Tier::Write;
     const WRITES_FILES: bool = true;
 

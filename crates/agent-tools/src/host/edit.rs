@@ -52,6 +52,7 @@ impl Tool for Edit {
     type Input = EditInput;
     type Output = EditOutput;
     const NAME: &'static str = "edit";
+    const TITLE: &'static str = "Edit a file";
     const TIER: Tier = Tier::Write;
     const WRITES_FILES: bool = true;
 

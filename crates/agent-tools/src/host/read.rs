@@ -47,6 +47,7 @@ impl Tool for Read {
     type Input = ReadInput;
     type Output = ReadOutput;
     const NAME: &'static str = "read";
+    const TITLE: &'static str = "Read a file";
     const TIER: Tier = Tier::Read;
 
     async fn call(

@@ -49,6 +49,7 @@ impl Tool for Write {
     type Input = WriteInput;
     type Output = WriteOutput;
     const NAME: &'static str = "write";
+    const TITLE: &'static str = "Write a file";
     const TIER: Tier = Tier::Write;
     const WRITES_FILES: bool = true;
 

@@ -16,7 +16,7 @@ use crate::support::{Client, Person, Server, is_error, text, until_processes};
 
 /// Whether the test venv has what the Python tests import (said loudly when not; fails under
 /// `CI=true`).
-fn python_ready() -> bool {
+pub(crate) fn python_ready() -> bool {
     let ready = std::process::Command::new(repo_root().join(".venv/bin/python"))
         .args(["-c", "import pandas, matplotlib, tabulate"])
         .output()
@@ -40,7 +40,7 @@ fn node_ready() -> bool {
 /// A workspace whose `.venv` is the test venv, with an idle window of `idle_seconds`: 2 for
 /// tests of the window itself, a minute where a slow import on a loaded machine must not
 /// count as idle.
-fn python_workspace(idle_seconds: u64) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn python_workspace(idle_seconds: u64) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::os::unix::fs::symlink(repo_root().join(".venv"), root.join(".venv")).unwrap();

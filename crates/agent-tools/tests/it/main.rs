@@ -14,6 +14,7 @@ mod lifecycle;
 mod lsp;
 mod mcp;
 mod on_write;
+mod protocol;
 mod support;
 mod truth;
 mod vibe;

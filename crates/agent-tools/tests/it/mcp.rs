@@ -4,77 +4,91 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Client, Person, Server, is_error, text, workspace};
+use crate::support::{Client, ERAS, Person, Server, is_error, text, workspace};
 
 #[tokio::test]
 async fn prod_2_tools_list_shows_exactly_what_each_surface_sees() {
-    let dir = workspace();
-    let full = Server::start(dir.path(), &[], Client::answering(vec![Person::Decline])).await;
-    assert_eq!(
-        full.tool_names().await,
-        [
-            "apply_patch",
-            "ask_user",
-            "ast_edit",
-            "ast_grep",
-            "debug",
-            "edit",
-            "eval",
-            "lsp",
-            "lsp_code_action",
-            "lsp_rename",
-            "read",
-            "resolve",
-            "write"
-        ]
-    );
-    for surface in ["plan", "readonly"] {
-        let server = Server::start(
+    for era in ERAS {
+        let dir = workspace();
+        let full = Server::start(
             dir.path(),
-            &["--surface", surface],
-            Client::answering(vec![Person::Decline]),
+            &[],
+            Client::answering(vec![Person::Decline]).in_era(era),
         )
         .await;
         assert_eq!(
-            server.tool_names().await,
-            ["ask_user", "ast_grep", "lsp", "read"],
-            "surface {surface}"
+            full.tool_names().await,
+            [
+                "apply_patch",
+                "ask_user",
+                "ast_edit",
+                "ast_grep",
+                "debug",
+                "edit",
+                "eval",
+                "lsp",
+                "lsp_code_action",
+                "lsp_rename",
+                "read",
+                "resolve",
+                "write"
+            ]
         );
+        for surface in ["plan", "readonly"] {
+            let server = Server::start(
+                dir.path(),
+                &["--surface", surface],
+                Client::answering(vec![Person::Decline]).in_era(era),
+            )
+            .await;
+            assert_eq!(
+                server.tool_names().await,
+                ["ask_user", "ast_grep", "lsp", "read"],
+                "surface {surface}"
+            );
+        }
     }
 }
 
 #[tokio::test]
 async fn prod_2_tiers_map_onto_annotations_and_schemas_are_listed() {
-    let dir = workspace();
-    let server = Server::start(dir.path(), &[], Client::answering(vec![Person::Decline])).await;
-    let tools = server.service.list_all_tools().await.unwrap();
-    let read = tools.iter().find(|t| t.name == "read").unwrap();
-    let annotations = read.annotations.clone().unwrap();
-    assert_eq!(annotations.read_only_hint, Some(true));
-    assert_eq!(read.input_schema["required"], json!(["path"]));
-    assert_eq!(read.input_schema["additionalProperties"], json!(false));
-    assert!(read.output_schema.as_ref().unwrap()["properties"]["total_lines"].is_object());
-    assert!(
-        read.description
-            .as_deref()
+    for era in ERAS {
+        let dir = workspace();
+        let server = Server::start(
+            dir.path(),
+            &[],
+            Client::answering(vec![Person::Decline]).in_era(era),
+        )
+        .await;
+        let tools = server.service.list_all_tools().await.unwrap();
+        let read = tools.iter().find(|t| t.name == "read").unwrap();
+        let annotations = read.annotations.clone().unwrap();
+        assert_eq!(annotations.read_only_hint, Some(true));
+        assert_eq!(read.input_schema["required"], json!(["path"]));
+        assert_eq!(read.input_schema["additionalProperties"], json!(false));
+        assert!(read.output_schema.as_ref().unwrap()["properties"]["total_lines"].is_object());
+        assert!(
+            read.description
+                .as_deref()
+                .unwrap()
+                .starts_with("Read a text file from the workspace")
+        );
+        let write = tools
+            .iter()
+            .find(|t| t.name == "write")
             .unwrap()
-            .starts_with("Read a text file from the workspace")
-    );
-    let write = tools
-        .iter()
-        .find(|t| t.name == "write")
-        .unwrap()
-        .annotations
-        .clone()
-        .unwrap();
-    assert_eq!(
-        (
-            write.read_only_hint,
-            write.destructive_hint,
-            write.open_world_hint
-        ),
-        (Some(false), Some(true), Some(false))
-    );
+            .annotations
+            .clone()
+            .unwrap();
+        assert_eq!(
+            (
+                write.read_only_hint,
+                write.destructive_hint,
+                write.open_world_hint
+            ),
+            (Some(false), Some(true), Some(false))
+        );
+    }
 }
 
 #[tokio::test]
@@ -169,31 +183,34 @@ async fn prod_4_read_edit_and_patch_through_mcp() {
 
 #[tokio::test]
 async fn ask_5_ask_user_is_absent_for_a_client_without_elicitation() {
-    let dir = workspace();
-    let server = Server::start(dir.path(), &[], Client::without_elicitation()).await;
-    assert_eq!(
-        server.tool_names().await,
-        [
-            "apply_patch",
-            "ast_edit",
-            "ast_grep",
-            "debug",
-            "edit",
-            "eval",
-            "lsp",
-            "lsp_code_action",
-            "lsp_rename",
-            "read",
-            "resolve",
-            "write"
-        ]
-    );
-    let result = server.call("ask_user", json!({"question": "?"})).await;
-    assert!(
-        text(&result).starts_with("unknown tool `ask_user`"),
-        "{}",
-        text(&result)
-    );
+    for era in ERAS {
+        let dir = workspace();
+        let server =
+            Server::start(dir.path(), &[], Client::without_elicitation().in_era(era)).await;
+        assert_eq!(
+            server.tool_names().await,
+            [
+                "apply_patch",
+                "ast_edit",
+                "ast_grep",
+                "debug",
+                "edit",
+                "eval",
+                "lsp",
+                "lsp_code_action",
+                "lsp_rename",
+                "read",
+                "resolve",
+                "write"
+            ]
+        );
+        let result = server.call("ask_user", json!({"question": "?"})).await;
+        assert!(
+            text(&result).starts_with("unknown tool `ask_user`"),
+            "{}",
+            text(&result)
+        );
+    }
 }
 
 const QUESTION: &str = r#"{"question": "Which database?", "context": "The migration depends on it.",
@@ -202,65 +219,70 @@ const QUESTION: &str = r#"{"question": "Which database?", "context": "The migrat
 
 #[tokio::test]
 async fn ask_1_a_card_answered_through_elicitation() {
-    let dir = workspace();
-    let person = Person::Accept(json!({"selected": "Postgres", "answer": "version 16"}));
-    let server = Server::start(dir.path(), &[], Client::answering(vec![person])).await;
-    let result = server
-        .call("ask_user", serde_json::from_str(QUESTION).unwrap())
-        .await;
-    assert!(!is_error(&result));
-    assert_eq!(
-        text(&result),
-        "Card 1 answered.\nSelected: \"Postgres\"\nThey wrote: version 16"
-    );
-    assert_eq!(
-        result.structured_content.unwrap(),
-        json!({"card": 1, "outcome": "answered", "selected": ["Postgres"], "text": "version 16"})
-    );
-    let cards = server.cards();
-    assert_eq!(
-        cards[0].0,
-        "Card 1 · question from the agent\n\nWhich database?\n\nThe migration depends on it."
-    );
-    let schema = &cards[0].1;
-    assert_eq!(
-        schema["properties"]["selected"]["oneOf"][0],
-        json!({"const": "Postgres", "title": "Postgres — what production runs"})
-    );
-    assert_eq!(schema["properties"]["skip"]["type"], "boolean");
+    for era in ERAS {
+        let dir = workspace();
+        let person = Person::Accept(json!({"selected": "Postgres", "answer": "version 16"}));
+        let server =
+            Server::start(dir.path(), &[], Client::answering(vec![person]).in_era(era)).await;
+        let result = server
+            .call("ask_user", serde_json::from_str(QUESTION).unwrap())
+            .await;
+        assert!(!is_error(&result));
+        assert_eq!(
+            text(&result),
+            "Card 1 answered.\nSelected: \"Postgres\"\nThey wrote: version 16"
+        );
+        assert_eq!(
+            result.structured_content.unwrap(),
+            json!({"card": 1, "outcome": "answered", "selected": ["Postgres"], "text": "version 16"})
+        );
+        let cards = server.cards();
+        assert_eq!(
+            cards[0].0,
+            "Card 1 · question from the agent\n\nWhich database?\n\nThe migration depends on it."
+        );
+        let schema = &cards[0].1;
+        assert_eq!(
+            schema["properties"]["selected"]["oneOf"][0],
+            json!({"const": "Postgres", "title": "Postgres — what production runs"})
+        );
+        assert_eq!(schema["properties"]["skip"]["type"], "boolean");
+    }
 }
 
 #[tokio::test]
 async fn ask_3_skipped_and_declined_cards_succeed_with_the_instruction_to_proceed() {
-    let dir = workspace();
-    let people = vec![
-        Person::Accept(json!({"skip": true})),
-        Person::Decline,
-        Person::Cancel,
-    ];
-    let server = Server::start(dir.path(), &[], Client::answering(people)).await;
-    let question = serde_json::from_str(QUESTION).unwrap();
-    let skipped = server.call("ask_user", question).await;
-    assert!(!is_error(&skipped));
-    assert_eq!(
-        skipped.structured_content.clone().unwrap()["outcome"],
-        "skipped"
-    );
-    assert!(text(&skipped).contains("do not ask this question again"));
-    let declined = server
-        .call("ask_user", serde_json::from_str(QUESTION).unwrap())
-        .await;
-    assert!(!is_error(&declined));
-    assert_eq!(
-        declined.structured_content.clone().unwrap()["outcome"],
-        "declined"
-    );
-    assert!(text(&declined).starts_with("Card 2 was declined"));
-    let dismissed = server
-        .call("ask_user", serde_json::from_str(QUESTION).unwrap())
-        .await;
-    assert!(is_error(&dismissed));
-    assert!(text(&dismissed).starts_with("card 3 was dismissed without an answer; proceed on"));
+    for era in ERAS {
+        let dir = workspace();
+        let people = vec![
+            Person::Accept(json!({"skip": true})),
+            Person::Decline,
+            Person::Cancel,
+        ];
+        let server = Server::start(dir.path(), &[], Client::answering(people).in_era(era)).await;
+        let question = serde_json::from_str(QUESTION).unwrap();
+        let skipped = server.call("ask_user", question).await;
+        assert!(!is_error(&skipped));
+        assert_eq!(
+            skipped.structured_content.clone().unwrap()["outcome"],
+            "skipped"
+        );
+        assert!(text(&skipped).contains("do not ask this question again"));
+        let declined = server
+            .call("ask_user", serde_json::from_str(QUESTION).unwrap())
+            .await;
+        assert!(!is_error(&declined));
+        assert_eq!(
+            declined.structured_content.clone().unwrap()["outcome"],
+            "declined"
+        );
+        assert!(text(&declined).starts_with("Card 2 was declined"));
+        let dismissed = server
+            .call("ask_user", serde_json::from_str(QUESTION).unwrap())
+            .await;
+        assert!(is_error(&dismissed));
+        assert!(text(&dismissed).starts_with("card 3 was dismissed without an answer; proceed on"));
+    }
 }
 
 #[tokio::test]
@@ -285,25 +307,27 @@ async fn ask_3_an_unanswered_card_expires_as_an_error() {
 
 #[tokio::test]
 async fn core_5_ask_without_elicitation_refuses_writes_at_once() {
-    let dir = workspace();
-    let server = Server::start(
-        dir.path(),
-        &["--approval", "ask"],
-        Client::without_elicitation(),
-    )
-    .await;
-    let call = server.call("write", json!({"path": "notes.txt", "content": "gone"}));
-    let result = tokio::time::timeout(Duration::from_secs(20), call)
-        .await
-        .expect("the refusal must not block");
-    assert!(is_error(&result));
-    assert!(text(&result).starts_with(
-        "`write` was not run: the approval policy is `ask` and no approver is connected"
-    ));
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
-        "alpha\nbeta\n"
-    );
+    for era in ERAS {
+        let dir = workspace();
+        let server = Server::start(
+            dir.path(),
+            &["--approval", "ask"],
+            Client::without_elicitation().in_era(era),
+        )
+        .await;
+        let call = server.call("write", json!({"path": "notes.txt", "content": "gone"}));
+        let result = tokio::time::timeout(Duration::from_secs(20), call)
+            .await
+            .expect("the refusal must not block");
+        assert!(is_error(&result));
+        assert!(text(&result).starts_with(
+            "`write` was not run: the approval policy is `ask` and no approver is connected"
+        ));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+            "alpha\nbeta\n"
+        );
+    }
 }
 
 #[tokio::test]
@@ -327,38 +351,40 @@ async fn core_5_approval_allow_lets_writes_through() {
 
 #[tokio::test]
 async fn core_5_permission_cards_go_out_as_elicitation_and_only_allow_runs() {
-    let dir = workspace();
-    let people = vec![
-        Person::Accept(json!({"decision": "deny"})),
-        Person::Accept(json!({"decision": "allow"})),
-    ];
-    let server = Server::start(dir.path(), &[], Client::answering(people)).await;
-    let denied = server
-        .call("write", json!({"path": "notes.txt", "content": "first"}))
-        .await;
-    assert!(is_error(&denied));
-    assert!(
-        text(&denied).starts_with("`write` was not run: the person denied permission (card 1)")
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
-        "alpha\nbeta\n"
-    );
-    let allowed = server
-        .call("write", json!({"path": "notes.txt", "content": "second"}))
-        .await;
-    assert!(!is_error(&allowed), "{}", text(&allowed));
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
-        "second"
-    );
-    let cards = server.cards();
-    assert!(cards[1].0.starts_with(
-        "Card 2 · permission request\n\nAllow the agent to run `write` (write tier)?"
-    ));
-    assert!(cards[1].0.contains("\"path\": \"notes.txt\""));
-    assert_eq!(cards[1].1["required"], json!(["decision"]));
-    assert!(cards[1].1["properties"].get("skip").is_none());
+    for era in ERAS {
+        let dir = workspace();
+        let people = vec![
+            Person::Accept(json!({"decision": "deny"})),
+            Person::Accept(json!({"decision": "allow"})),
+        ];
+        let server = Server::start(dir.path(), &[], Client::answering(people).in_era(era)).await;
+        let denied = server
+            .call("write", json!({"path": "notes.txt", "content": "first"}))
+            .await;
+        assert!(is_error(&denied));
+        assert!(
+            text(&denied).starts_with("`write` was not run: the person denied permission (card 1)")
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+            "alpha\nbeta\n"
+        );
+        let allowed = server
+            .call("write", json!({"path": "notes.txt", "content": "second"}))
+            .await;
+        assert!(!is_error(&allowed), "{}", text(&allowed));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+            "second"
+        );
+        let cards = server.cards();
+        assert!(cards[1].0.starts_with(
+            "Card 2 · permission request\n\nAllow the agent to run `write` (write tier)?"
+        ));
+        assert!(cards[1].0.contains("\"path\": \"notes.txt\""));
+        assert_eq!(cards[1].1["required"], json!(["decision"]));
+        assert!(cards[1].1["properties"].get("skip").is_none());
+    }
 }
 
 #[tokio::test]

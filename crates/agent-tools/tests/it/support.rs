@@ -3,13 +3,17 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, Implementation, ProgressNotificationParam,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RoleClient,
+    RunningService,
+};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ErrorData, ServiceExt};
+use rmcp::{ClientHandler, ErrorData};
 use serde_json::Value;
 
 /// What the scripted person does with each card, in order; the last one repeats.
@@ -27,10 +31,27 @@ pub enum Person {
     Slow(std::time::Duration, Value),
 }
 
+/// Which protocol a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2025-11-25: `initialize`, a session, cards as server-initiated elicitation requests.
+    Session,
+    /// 2026-07-28: `server/discover`, capabilities in each request's `_meta`, cards as
+    /// `input_required` results.
+    Discover,
+}
+
+/// Both protocols, for tests that must hold in each.
+pub const ERAS: [Era; 2] = [Era::Session, Era::Discover];
+
 /// A client that declares elicitation only when it has a person.
 #[derive(Clone)]
 pub struct Client {
     people: Option<Arc<Mutex<Vec<Person>>>>,
+    /// The protocol it speaks.
+    pub era: Era,
+    /// Whether it declares the tasks extension.
+    pub tasks: bool,
     /// Every elicitation message the server sent, in order.
     pub cards: Arc<Mutex<Vec<(String, Value)>>>,
     /// Every progress notification the server sent, in order.
@@ -41,6 +62,8 @@ impl Client {
     pub fn without_elicitation() -> Self {
         Client {
             people: None,
+            era: Era::Session,
+            tasks: false,
             cards: Default::default(),
             progress: Default::default(),
         }
@@ -49,20 +72,36 @@ impl Client {
     pub fn answering(people: Vec<Person>) -> Self {
         Client {
             people: Some(Arc::new(Mutex::new(people))),
+            era: Era::Session,
+            tasks: false,
             cards: Default::default(),
             progress: Default::default(),
         }
+    }
+
+    /// The same client speaking `era`.
+    pub fn in_era(mut self, era: Era) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// The same client declaring the tasks extension.
+    pub fn with_tasks(mut self) -> Self {
+        self.tasks = true;
+        self
     }
 }
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
-        let capabilities: ClientCapabilities = match self.people {
-            Some(_) => {
-                serde_json::from_value(serde_json::json!({"elicitation": {"form": {}}})).unwrap()
-            }
-            None => ClientCapabilities::default(),
-        };
+        let mut capabilities = serde_json::json!({});
+        if self.people.is_some() {
+            capabilities["elicitation"] = serde_json::json!({"form": {}});
+        }
+        if self.tasks {
+            capabilities["extensions"] = serde_json::json!({"io.modelcontextprotocol/tasks": {}});
+        }
+        let capabilities: ClientCapabilities = serde_json::from_value(capabilities).unwrap();
         ClientConfig::new(capabilities, Implementation::new("agent-tools-tests", "0"))
     }
 
@@ -186,7 +225,17 @@ impl Server {
         command.env(MARK, &mark);
         let transport = TokioChildProcess::new(command).unwrap();
         let pid = transport.id().unwrap();
-        let service = client.clone().serve(transport).await.unwrap();
+        let lifecycle = match client.era {
+            Era::Session => ClientLifecycleMode::Initialize,
+            Era::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        };
+        let service = client
+            .clone()
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .unwrap();
         Server {
             service,
             client,

@@ -39,6 +39,7 @@ impl Tool for Peek {
     type Input = PeekInput;
     type Output = Echo;
     const NAME: &'static str = "peek";
+    const TITLE: &'static str = "Peek";
     const TIER: Tier = Tier::Read;
     async fn call(&self, _: CallContext, input: PeekInput) -> Result<ToolOutput<Echo>, ToolError> {
         Ok(ToolOutput::new(
@@ -58,6 +59,7 @@ impl Tool for Poke {
     type Input = Empty;
     type Output = Echo;
     const NAME: &'static str = "poke";
+    const TITLE: &'static str = "Poke";
     const TIER: Tier = Tier::Write;
     async fn call(&self, _: CallContext, _: Empty) -> Result<ToolOutput<Echo>, ToolError> {
         Ok(ToolOutput::new(
@@ -78,6 +80,7 @@ impl Tool for Spin {
     type Input = Empty;
     type Output = Echo;
     const NAME: &'static str = "spin";
+    const TITLE: &'static str = "Spin";
     const TIER: Tier = Tier::Exec;
     const LANE: Option<Lane> = Some(Lane::EVAL);
     async fn call(&self, _: CallContext, _: Empty) -> Result<ToolOutput<Echo>, ToolError> {
@@ -102,6 +105,7 @@ impl Tool for Meet {
     type Input = Empty;
     type Output = Echo;
     const NAME: &'static str = "meet";
+    const TITLE: &'static str = "Meet";
     const TIER: Tier = Tier::Read;
     async fn call(&self, _: CallContext, _: Empty) -> Result<ToolOutput<Echo>, ToolError> {
         self.0.wait().await;
@@ -114,6 +118,7 @@ impl Tool for Boom {
     type Input = Empty;
     type Output = Echo;
     const NAME: &'static str = "boom";
+    const TITLE: &'static str = "Boom";
     const TIER: Tier = Tier::Read;
     #[allow(clippy::panic)]
     async fn call(&self, _: CallContext, _: Empty) -> Result<ToolOutput<Echo>, ToolError> {
@@ -469,6 +474,7 @@ macro_rules! relay_tool {
             type Input = RelayInput;
             type Output = Echo;
             const NAME: &'static str = $name;
+            const TITLE: &'static str = $name;
             const TIER: Tier = $tier;
             const LANE: Option<Lane> = $lane;
             async fn call(
@@ -508,6 +514,7 @@ impl Tool for Patient {
     type Input = Empty;
     type Output = Echo;
     const NAME: &'static str = "patient";
+    const TITLE: &'static str = "Patient";
     const TIER: Tier = Tier::Read;
     const LANE: Option<Lane> = Some(Lane::EVAL);
     const GRACEFUL_CANCEL: bool = true;
@@ -525,6 +532,7 @@ impl Tool for Stuck {
     type Input = Empty;
     type Output = Echo;
     const NAME: &'static str = "stuck";
+    const TITLE: &'static str = "Stuck";
     const TIER: Tier = Tier::Read;
     const LANE: Option<Lane> = Some(Lane::EVAL);
     const GRACEFUL_CANCEL: bool = true;
@@ -621,6 +629,43 @@ async fn core_8_bridge_approval_cards_say_who_asked() {
 }
 
 #[tokio::test]
+async fn ask_4_a_calls_asker_takes_its_cards_and_its_bridged_calls_cards_in_the_runs_sequence() {
+    let allow = Answer::Answered {
+        selected: vec!["allow".into()],
+        text: None,
+    };
+    let run_port = Arc::new(Scripted {
+        answer: allow.clone(),
+        seen: Default::default(),
+    });
+    let asker = Arc::new(Scripted {
+        answer: allow,
+        seen: Default::default(),
+    });
+    let questions = Arc::new(Questions::new(run_port.clone(), Duration::from_millis(50)));
+    let d = dispatcher_with(Some(questions), DispatcherOptions::default(), |b| {
+        b.register(Cell);
+    });
+    assert_eq!(call(&d, "poke", json!({})).await.text, "poked");
+    let options = CallOptions {
+        asker: Some(asker.clone() as Arc<dyn QuestionPort>),
+        ..CallOptions::default()
+    };
+    let call = ToolCall {
+        name: "cell".into(),
+        arguments: json!({"tool": "poke"}),
+    };
+    assert_eq!(d.dispatch_with(call, options).await.text, "poked");
+    let numbers = |port: &Scripted| -> Vec<u64> {
+        port.seen.lock().unwrap().iter().map(|c| c.number).collect()
+    };
+    // The run's port saw only the call made without an asker; the bridged call's card went
+    // where its parent's cards go, numbered on in the run's one sequence.
+    assert_eq!(numbers(&run_port), [1]);
+    assert_eq!(numbers(&asker), [2]);
+}
+
+#[tokio::test]
 async fn core_8_nesting_stops_at_the_depth_cap() {
     let d = bridged(allow_all());
     // hop → hop → hop → hop → hop: the fifth nested call is one too deep.
@@ -667,6 +712,7 @@ async fn cancelling_a_call_lets_a_graceful_tool_stop_and_frees_its_lane() {
                 CallOptions {
                     cancel: Some(token),
                     progress: Some(sink),
+                    ..CallOptions::default()
                 },
             )
             .await
@@ -724,7 +770,7 @@ async fn a_tool_that_ignores_cancellation_is_dropped_after_the_grace() {
                 },
                 CallOptions {
                     cancel: Some(token),
-                    progress: None,
+                    ..CallOptions::default()
                 },
             )
             .await

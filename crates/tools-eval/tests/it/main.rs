@@ -33,6 +33,7 @@ impl Tool for Hello {
     type Input = HelloInput;
     type Output = HelloOutput;
     const NAME: &'static str = "hello";
+    const TITLE: &'static str = "Say hello";
     const TIER: Tier = Tier::Read;
 
     async fn call(

@@ -1,0 +1,473 @@
+//! A `tools/call` in flight, and the three ways it outlives one request in the 2026-07-28
+//! protocol: parked behind an `input_required` answer while a card waits for the person
+//! (multi-round-trip requests), or carried on by a task (the `io.modelcontextprotocol/tasks`
+//! extension) when it runs long.
+//!
+//! The call itself runs as its own tokio task from the first request on; whichever request or
+//! task drives it now takes its cards, its progress and its cancellation. Everything needed
+//! to resume it stays here, behind an opaque random handle: the client only echoes the handle
+//! back, and a handle that is unknown, already used or expired is refused (the client's copy
+//! is untrusted input).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, InputResponses, Task,
+};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use tools_core::{
+    Answer, CallOptions, Card, Dispatcher, Progress, ProgressSink, QuestionPort, ToolCall,
+    ToolResult,
+};
+
+use crate::elicit::{form_for, message_for, read_form};
+
+/// How long a call that may run long is answered in the ordinary way before it becomes a
+/// task: a quick cell answers at once.
+pub(crate) const TASK_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a client is told to poll a task.
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// A card a call raised, with the way back to the call.
+pub(crate) struct Raised {
+    card: Card,
+    answer: oneshot::Sender<Answer>,
+}
+
+/// A question port for one call: each card goes to whoever drives the call now.
+struct CallPort {
+    raised: mpsc::UnboundedSender<Raised>,
+}
+
+impl QuestionPort for CallPort {
+    fn ask(&self, card: Card) -> BoxFuture<'_, Answer> {
+        Box::pin(async move {
+            let (answer, answered) = oneshot::channel();
+            if self.raised.send(Raised { card, answer }).is_err() {
+                return Answer::NoHuman("the call that raised the card has ended".to_owned());
+            }
+            answered.await.unwrap_or_else(|_| {
+                Answer::NoHuman(
+                    "the card was withdrawn: the client cancelled the call or the run ended"
+                        .to_owned(),
+                )
+            })
+        })
+    }
+}
+
+/// Where a call's cards go.
+pub(crate) enum Asker {
+    /// To the run's port (a 2025-11-25 client's elicitation requests), or nowhere when the
+    /// run has none.
+    Run,
+    /// Nowhere: this request declared no elicitation, so a card fails at once (ASK-5) and an
+    /// approval is refused (CORE-5).
+    Nobody(String),
+    /// To whoever drives the call: `input_required` answers, or the task's input requests.
+    Driver,
+}
+
+/// A running `tools/call`.
+pub(crate) struct Flight {
+    name: String,
+    arguments: Value,
+    result: JoinHandle<ToolResult>,
+    raised: mpsc::UnboundedReceiver<Raised>,
+    cancel: CancellationToken,
+    /// Where its progress goes now: the current request's progress token, a task's status
+    /// message, or nowhere between rounds.
+    progress: Arc<Mutex<Option<ProgressSink>>>,
+    /// Whether it may run long, so may become a task.
+    long: bool,
+    /// Dropping the flight (an expired card, a run that ends) cancels the call.
+    _cancel_on_drop: DropGuard,
+}
+
+impl Flight {
+    /// Starts `call` on `dispatcher`; its cards go where `asker` says.
+    pub(crate) fn start(dispatcher: Arc<Dispatcher>, call: ToolCall, asker: Asker) -> Flight {
+        let (sender, raised) = mpsc::unbounded_channel();
+        let asker: Option<Arc<dyn QuestionPort>> = match asker {
+            Asker::Run => None,
+            Asker::Nobody(reason) => Some(Arc::new(tools_core::NoHuman { reason })),
+            Asker::Driver => Some(Arc::new(CallPort { raised: sender })),
+        };
+        let progress: Arc<Mutex<Option<ProgressSink>>> = Arc::default();
+        let relay = {
+            let progress = Arc::clone(&progress);
+            Arc::new(move |report: Progress| {
+                let target = progress.lock().ok().and_then(|target| target.clone());
+                if let Some(target) = target {
+                    target(report);
+                }
+            }) as ProgressSink
+        };
+        let cancel = CancellationToken::new();
+        let long = dispatcher.may_run_long(&call);
+        let name = call.name.clone();
+        let arguments = call.arguments.clone();
+        let options = CallOptions {
+            cancel: Some(cancel.clone()),
+            progress: Some(relay),
+            asker,
+        };
+        let result = tokio::spawn(async move { dispatcher.dispatch_with(call, options).await });
+        Flight {
+            name,
+            arguments,
+            result,
+            raised,
+            _cancel_on_drop: cancel.clone().drop_guard(),
+            cancel,
+            progress,
+            long,
+        }
+    }
+
+    fn send_progress_to(&self, sink: Option<ProgressSink>) {
+        if let Ok(mut target) = self.progress.lock() {
+            *target = sink;
+        }
+    }
+
+    async fn outcome(&mut self) -> ToolResult {
+        let joined = (&mut self.result).await;
+        joined_result(&self.name, joined)
+    }
+}
+
+/// The call's result, or an internal error if its task did not end normally.
+fn joined_result(tool: &str, joined: Result<ToolResult, tokio::task::JoinError>) -> ToolResult {
+    joined.unwrap_or_else(|error| {
+        ToolResult::error(&tools_core::ToolError::Internal {
+            tool: tool.to_owned(),
+            message: format!("the call's task ended abnormally: {error}"),
+        })
+    })
+}
+
+/// What driving a flight for one request came to.
+pub(crate) enum Step {
+    /// The call finished (or was cancelled by the request).
+    Done(ToolResult),
+    /// A card waits for the person: answer `input_required`.
+    Park(Flight, Raised),
+    /// The call runs long, or raised a card, with a client that takes tasks.
+    Task(Flight, Option<Raised>),
+}
+
+/// Drives `flight` for one request: until it finishes, raises a card, runs past the task
+/// grace (when `tasks` is on and it may run long), or the request is cancelled.
+pub(crate) async fn drive(
+    mut flight: Flight,
+    request: CancellationToken,
+    progress: Option<ProgressSink>,
+    tasks: bool,
+) -> Step {
+    flight.send_progress_to(progress);
+    let becomes_task = tasks && flight.long;
+    let grace = tokio::time::sleep(TASK_GRACE);
+    tokio::pin!(grace);
+    loop {
+        tokio::select! {
+            joined = &mut flight.result => {
+                return Step::Done(joined_result(&flight.name, joined));
+            }
+            Some(raised) = flight.raised.recv() => {
+                // A card that expired while nobody drove the call needs no answer.
+                if raised.answer.is_closed() {
+                    continue;
+                }
+                flight.send_progress_to(None);
+                return match becomes_task {
+                    true => Step::Task(flight, Some(raised)),
+                    false => Step::Park(flight, raised),
+                };
+            }
+            () = &mut grace, if becomes_task => {
+                flight.send_progress_to(None);
+                return Step::Task(flight, None);
+            }
+            () = request.cancelled() => {
+                flight.cancel.cancel();
+                let result = flight.outcome().await;
+                return Step::Done(result);
+            }
+        }
+    }
+}
+
+/// A flight parked behind an `input_required` answer.
+struct Parked {
+    flight: Flight,
+    raised: Raised,
+    key: String,
+}
+
+/// The calls of one connection that wait on a card or run as tasks.
+#[derive(Clone)]
+pub(crate) struct Flights {
+    parked: Arc<Mutex<HashMap<String, Parked>>>,
+    tasks: TaskManager,
+    /// How long a card stays open: a parked call whose card was not answered by then is
+    /// dropped, and with it its handle.
+    expiry: Duration,
+}
+
+impl Flights {
+    pub(crate) fn new(expiry: Duration) -> Self {
+        Flights {
+            parked: Arc::default(),
+            tasks: TaskManager::new(),
+            expiry,
+        }
+    }
+
+    /// The task store, for `tasks/get`, `tasks/update` and `tasks/cancel`.
+    pub(crate) fn tasks(&self) -> &TaskManager {
+        &self.tasks
+    }
+
+    /// Parks `flight` until the client re-sends the call with the card's answer, and says
+    /// what to ask. The handle expires with the card, and the call is then cancelled: no
+    /// request is left to take its result.
+    pub(crate) fn park(
+        &self,
+        flight: Flight,
+        raised: Raised,
+    ) -> Result<InputRequiredResult, McpError> {
+        let handle = new_handle()?;
+        let key = format!("card-{}", raised.card.number);
+        let request = elicit_request(&raised.card)?;
+        let mut requests = InputRequests::new();
+        requests.insert(key.clone(), InputRequest::Elicitation(request));
+        if let Ok(mut parked) = self.parked.lock() {
+            parked.insert(
+                handle.clone(),
+                Parked {
+                    flight,
+                    raised,
+                    key,
+                },
+            );
+        }
+        let parked = Arc::clone(&self.parked);
+        let expiry = self.expiry;
+        let expired = handle.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(expiry).await;
+            let dropped = parked.lock().ok().and_then(|mut map| map.remove(&expired));
+            if let Some(dropped) = dropped {
+                tracing::info!(tool = %dropped.flight.name, "a parked call's card expired; the call is cancelled");
+            }
+        });
+        Ok(InputRequiredResult::new(Some(requests), Some(handle)))
+    }
+
+    /// Takes back the call parked under `handle`, answers its card from `responses`, and
+    /// returns it to be driven by the re-sent request.
+    ///
+    /// The re-sent call must name the same tool with the same arguments; a handle that is
+    /// unknown, already used or expired is refused, and a refused request leaves a valid
+    /// parked call waiting.
+    pub(crate) fn resume(
+        &self,
+        handle: &str,
+        name: &str,
+        arguments: &Value,
+        responses: Option<&InputResponses>,
+    ) -> Result<Flight, McpError> {
+        let mut parked = self
+            .parked
+            .lock()
+            .map_err(|_| McpError::internal_error("the parked calls' lock was poisoned", None))?;
+        let Some(entry) = parked.remove(handle) else {
+            return Err(McpError::invalid_params(
+                format!(
+                    "`requestState` does not name a call waiting on a card: it was already \
+                     answered, its card expired (cards stay open {} s), or this server never \
+                     issued it; call `{name}` again without `requestState`",
+                    self.expiry.as_secs()
+                ),
+                None,
+            ));
+        };
+        if entry.flight.name != name || &entry.flight.arguments != arguments {
+            let message = format!(
+                "`requestState` belongs to a `{}` call with other arguments; re-send that call \
+                 unchanged, with `inputResponses` answering `{}`",
+                entry.flight.name, entry.key
+            );
+            parked.insert(handle.to_owned(), entry);
+            return Err(McpError::invalid_params(message, None));
+        }
+        let response = responses.and_then(|responses| responses.get(&entry.key));
+        let answer = match response.map(|value| answer_from(&entry.raised.card, value.clone())) {
+            Some(Ok(answer)) => answer,
+            Some(Err(problem)) => {
+                let message = format!(
+                    "`inputResponses.{}` is not an elicitation result ({problem}); send \
+                     {{\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {{…}}}}",
+                    entry.key
+                );
+                parked.insert(handle.to_owned(), entry);
+                return Err(McpError::invalid_params(message, None));
+            }
+            None => {
+                let message = format!(
+                    "`inputResponses` has no `{}`: answer the elicitation request under that \
+                     key and re-send the call with the same `requestState`",
+                    entry.key
+                );
+                parked.insert(handle.to_owned(), entry);
+                return Err(McpError::invalid_params(message, None));
+            }
+        };
+        drop(parked);
+        let Parked { flight, raised, .. } = entry;
+        let _ = raised.answer.send(answer);
+        Ok(flight)
+    }
+
+    /// Carries `flight` on as a task; `first` is a card it raised before becoming one.
+    pub(crate) fn spawn_task(&self, flight: Flight, first: Option<Raised>) -> Task {
+        let options = TaskOptions::new()
+            // The call's own bounds end it; a task is not failed for running long.
+            .with_ttl_ms(None)
+            .with_poll_interval_ms(POLL_INTERVAL_MS)
+            .with_status_message(format!("`{}` is running", flight.name));
+        self.tasks
+            .spawn(options, move |task| Box::pin(run_task(flight, first, task)))
+    }
+
+    /// Drops every parked call and task (the run is ending): their calls are cancelled.
+    pub(crate) fn clear(&self) {
+        if let Ok(mut parked) = self.parked.lock() {
+            parked.clear();
+        }
+        self.tasks.shutdown();
+    }
+}
+
+/// Runs a call as a task: progress becomes the status message, cards become input requests,
+/// and `tasks/cancel` cancels the call (a cell is interrupted, a debuggee paused).
+async fn run_task(
+    mut flight: Flight,
+    first: Option<Raised>,
+    task: TaskContext,
+) -> Result<CallToolResult, TaskExit> {
+    let status = task.clone();
+    flight.send_progress_to(Some(Arc::new(move |progress: Progress| {
+        status.set_status_message(progress.message);
+    })));
+    let mut inputs = FuturesUnordered::new();
+    if let Some(raised) = first {
+        inputs.push(ask_in_task(task.clone(), raised));
+    }
+    let mut cancelled = false;
+    loop {
+        tokio::select! {
+            joined = &mut flight.result => {
+                let result = joined_result(&flight.name, joined);
+                if cancelled {
+                    // A cancelled task carries no result; its status says what the call did.
+                    task.set_status_message(status_line(&result.text));
+                    return Err(TaskExit::Cancelled);
+                }
+                return Ok(crate::mcp::mcp_result(result));
+            }
+            Some(raised) = flight.raised.recv() => inputs.push(ask_in_task(task.clone(), raised)),
+            Some(()) = inputs.next(), if !inputs.is_empty() => {}
+            () = task.cancelled(), if !cancelled => {
+                cancelled = true;
+                flight.cancel.cancel();
+            }
+        }
+    }
+}
+
+/// Shows `raised` as the task's input request and hands the answer back; an expired card
+/// is left unanswered (its call already went on with "expired").
+async fn ask_in_task(task: TaskContext, mut raised: Raised) {
+    let key = format!("card-{}", raised.card.number);
+    let request = match elicit_request(&raised.card) {
+        Ok(request) => request,
+        Err(error) => {
+            let _ = raised
+                .answer
+                .send(Answer::NoHuman(error.message.to_string()));
+            return;
+        }
+    };
+    let answer = tokio::select! {
+        value = task.request_input(key, InputRequest::Elicitation(request)) => match value {
+            Ok(value) => answer_from(&raised.card, value).unwrap_or_else(|problem| {
+                Answer::NoHuman(format!("the client's answer was not an elicitation result ({problem})"))
+            }),
+            Err(_) => Answer::NoHuman("the task was cancelled before the card was answered".to_owned()),
+        },
+        () = raised.answer.closed() => return,
+    };
+    let _ = raised.answer.send(answer);
+}
+
+/// The card as an `elicitation/create` request: the same form a 2025-11-25 client is sent.
+fn elicit_request(card: &Card) -> Result<ElicitRequest, McpError> {
+    let schema = ElicitationSchema::from_json_schema(form_for(card)).map_err(|error| {
+        McpError::internal_error(
+            format!("the card could not be turned into a form: {error}"),
+            None,
+        )
+    })?;
+    Ok(ElicitRequest::new(
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: message_for(card),
+            requested_schema: schema,
+        },
+    ))
+}
+
+/// Reads a client's elicitation result for `card`.
+fn answer_from(card: &Card, value: Value) -> Result<Answer, String> {
+    let result: ElicitResult = serde_json::from_value(value).map_err(|error| error.to_string())?;
+    Ok(match result.action {
+        ElicitationAction::Accept => read_form(card, result.content.unwrap_or(Value::Null)),
+        ElicitationAction::Decline => Answer::Declined,
+        _ => Answer::Cancelled,
+    })
+}
+
+/// The first lines of a result, short enough for a task's status message.
+fn status_line(text: &str) -> String {
+    const MOST: usize = 1000;
+    match text.char_indices().nth(MOST) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// 128 random bits, hex: the opaque handle a parked call is resumed by.
+fn new_handle() -> Result<String, McpError> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .map_err(|error| {
+            McpError::internal_error(format!("no randomness for a resume handle: {error}"), None)
+        })?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}

@@ -1,0 +1,455 @@
+//! The run served over MCP (PROD-2): `tools/list` shows what the surface sees, `tools/call`
+//! goes through dispatch, and cards reach the person the way the client's protocol allows.
+//!
+//! Two protocol eras are served on one stdio connection. A 2025-11-25 client opens a session
+//! with `initialize`, and cards go to it as server-initiated `elicitation/create` requests. A
+//! 2026-07-28 client sends `server/discover` and then self-contained requests, each with its
+//! capabilities in `_meta`; a server may not call it outside a request, so a card answers the
+//! call with `resultType: "input_required"` and the client re-sends the call with the answer
+//! (see [`flight`]). Either client may declare the `io.modelcontextprotocol/tasks` extension:
+//! then a call that may run long (a cell, a debugger `continue`, `vibe_wait`, a project check)
+//! becomes a task once it has run [`flight::TASK_GRACE`].
+
+mod flight;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use base64::Engine;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ContentBlock, CreateTaskResult, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations, UpdateTaskParams,
+};
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use tokio::sync::OnceCell;
+use tools_core::{
+    ApprovalPolicy, Dispatcher, NoHuman, Progress, ProgressSink, QuestionPort, ShutdownSummary,
+    Surface, Tier, ToolCall, ToolResult, ToolSpec,
+};
+
+use self::flight::{Asker, Flight, Flights, Step};
+use crate::{ElicitationPort, Settings};
+
+/// An MCP server for one run.
+///
+/// The run is built when the client first lists or calls a tool, because whether a question
+/// port exists depends on the capabilities the client declared (in `initialize`, or in the
+/// first request's `_meta`): with form elicitation, cards go to the client; without it, there
+/// is no question port, so `ask_user` is not registered and the approval gate has no
+/// approver (ASK-5, CORE-5). Each later request is held to its own declaration too: one
+/// without elicitation does not list `ask_user`, and its cards fail at once.
+pub struct McpServer {
+    settings: Settings,
+    dispatcher: Arc<OnceCell<Arc<Dispatcher>>>,
+    flights: Flights,
+    conversation: String,
+}
+
+/// The least time between two progress notifications of one call.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// A handle on the run a server builds, for ending it when the connection ends.
+#[derive(Clone)]
+pub struct McpRun {
+    dispatcher: Arc<OnceCell<Arc<Dispatcher>>>,
+    flights: Flights,
+}
+
+impl McpRun {
+    /// Ends the run within `bound` (calls cancelled, resources stopped); `None` when no run
+    /// was built (the client never listed or called a tool).
+    pub async fn shutdown(&self, bound: Duration) -> Option<ShutdownSummary> {
+        self.flights.clear();
+        let dispatcher = self.dispatcher.get()?;
+        Some(dispatcher.shutdown(bound).await)
+    }
+}
+
+/// Whether `capabilities` take form elicitation (a bare `elicitation: {}` means form).
+fn declares_form_elicitation(capabilities: Option<&ClientCapabilities>) -> bool {
+    capabilities
+        .and_then(|capabilities| capabilities.elicitation.as_ref())
+        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+}
+
+/// Whether the request speaks the 2026-07-28 protocol (or later), where the server may not
+/// send requests of its own.
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl McpServer {
+    /// A server for a run with these settings; each server is one connection and one
+    /// conversation.
+    pub fn new(settings: Settings) -> Self {
+        static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+        let number = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let flights = Flights::new(settings.ask_expiry);
+        McpServer {
+            settings,
+            dispatcher: Arc::new(OnceCell::new()),
+            flights,
+            conversation: format!("conversation-{}-{started}-{number}", std::process::id()),
+        }
+    }
+
+    /// The run this server builds, to end it after the connection closes.
+    pub fn run(&self) -> McpRun {
+        McpRun {
+            dispatcher: Arc::clone(&self.dispatcher),
+            flights: self.flights.clone(),
+        }
+    }
+
+    async fn dispatcher(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Dispatcher>, McpError> {
+        self.dispatcher
+            .get_or_try_init(|| async {
+                let elicitation = declares_form_elicitation(context.client_capabilities().as_ref());
+                let port: Option<Arc<dyn QuestionPort>> = match (elicitation, is_modern(context)) {
+                    (false, _) => None,
+                    (true, false) => Some(Arc::new(ElicitationPort::new(context.peer.clone()))),
+                    // Every 2026-07-28 call brings its own way to the person (its request or
+                    // its task); the run's port is only what a call without one would reach.
+                    (true, true) => Some(Arc::new(NoHuman {
+                        reason: "a card can only be shown through the call that raised it"
+                            .to_owned(),
+                    })),
+                };
+                tracing::info!(elicitation = port.is_some(), "building the run");
+                self.settings
+                    .dispatcher_for(port, &self.conversation)
+                    .map(Arc::new)
+                    .map_err(|error| McpError::internal_error(format!("{error:#}"), None))
+            })
+            .await
+            .cloned()
+    }
+
+    /// What the server tells every client up front: the surface, the approval policy and how
+    /// cards and long calls appear.
+    fn instructions(&self) -> String {
+        let settings = &self.settings;
+        let mut families = vec!["host file tools (read, write, edit, apply_patch)"];
+        if cfg!(feature = "ask") {
+            families.push("ask_user (questions to the person, when the client takes elicitation)");
+        }
+        if cfg!(feature = "lsp") {
+            families.push("lsp, lsp_rename, lsp_code_action (the project's language servers)");
+        }
+        if cfg!(feature = "ast") {
+            families.push("ast_grep, ast_edit, resolve (structural search and staged rewrites)");
+        }
+        if cfg!(feature = "eval") {
+            families.push("eval (persistent Python and JavaScript kernels)");
+        }
+        if cfg!(feature = "debug") {
+            families.push("debug (a debugger over DAP)");
+        }
+        if cfg!(feature = "vibe") && settings_vibe_enabled(settings) {
+            families.push("vibe_* (background workers)");
+        }
+        let surface = match settings.surface {
+            Surface::Full => "full: read, write and exec tools are listed",
+            Surface::Plan => "plan: only read tools are listed",
+            Surface::Readonly => "readonly: only read tools are listed",
+        };
+        let approval = match settings.approval {
+            ApprovalPolicy::Ask => {
+                "ask: each write or exec call first shows the person a permission card (an \
+                 elicitation form); a client that takes no elicitation has no approver, so \
+                 those calls are refused at once"
+            }
+            ApprovalPolicy::Allow => "allow: write and exec calls run without a card",
+            ApprovalPolicy::Deny => "deny: every write and exec call is refused",
+        };
+        format!(
+            "Built-in tools bound to one workspace; paths are relative to its root, and \
+             locations print as path:LINE.\n\
+             Surface {surface}.\nApproval {approval}.\n\
+             Families: {}.\n\
+             Cards: a 2025-11-25 client gets elicitation/create requests; a 2026-07-28 client \
+             gets the call answered with resultType \"input_required\" and re-sends it with \
+             inputResponses and the same requestState.\n\
+             Long calls (eval, debug launch/continue/step, vibe_wait, lsp diagnostics over \
+             \"*\") report progress to a call that sent a progress token, and become tasks \
+             (io.modelcontextprotocol/tasks) after {} s when the client declares that \
+             extension.",
+            families.join("; "),
+            flight::TASK_GRACE.as_secs()
+        )
+    }
+}
+
+#[cfg(feature = "vibe")]
+fn settings_vibe_enabled(settings: &Settings) -> bool {
+    settings.vibe.enabled
+}
+
+#[cfg(not(feature = "vibe"))]
+fn settings_vibe_enabled(_settings: &Settings) -> bool {
+    false
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut implementation = Implementation::from_build_env();
+        implementation.name = "agent-tools".to_owned();
+        implementation.title = Some("agent-tools: built-in tools for coding agents".to_owned());
+        implementation.version = env!("CARGO_PKG_VERSION").to_owned();
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(implementation)
+        .with_instructions(self.instructions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let dispatcher = self.dispatcher(&context).await?;
+        let elicitation = declares_form_elicitation(context.client_capabilities().as_ref());
+        let tools = dispatcher
+            .tools()
+            .into_iter()
+            // A request that takes no cards is not offered the tool that shows them (ASK-5).
+            .filter(|spec| elicitation || spec.name != "ask_user")
+            .map(mcp_tool)
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let dispatcher = self.dispatcher(&context).await?;
+        let capabilities = context.client_capabilities();
+        let elicitation = declares_form_elicitation(capabilities.as_ref());
+        let tasks = capabilities
+            .as_ref()
+            .is_some_and(ClientCapabilities::supports_tasks);
+        let arguments = request
+            .arguments
+            .map(serde_json::Value::Object)
+            .unwrap_or(serde_json::Value::Null);
+        let flight = match request.request_state.as_deref() {
+            Some(handle) => self.flights.resume(
+                handle,
+                &request.name,
+                &arguments,
+                request.input_responses.as_ref(),
+            )?,
+            None if request.input_responses.is_some() => {
+                return Err(McpError::invalid_params(
+                    "`inputResponses` came without `requestState`: answers are only taken \
+                     with the `requestState` of the `input_required` result that asked for them",
+                    None,
+                ));
+            }
+            None => {
+                let call = ToolCall {
+                    name: request.name.to_string(),
+                    arguments,
+                };
+                let asker = if !elicitation {
+                    Asker::Nobody(
+                        "this request declared no elicitation capability, so no card can be \
+                         shown"
+                            .to_owned(),
+                    )
+                } else if is_modern(&context) || (tasks && dispatcher.may_run_long(&call)) {
+                    Asker::Driver
+                } else {
+                    Asker::Run
+                };
+                Flight::start(Arc::clone(&dispatcher), call, asker)
+            }
+        };
+        // The client's `notifications/cancelled` fires `ct`; the call is cancelled and answers
+        // once the tool stopped (or its grace ran out).
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress_sink(context.peer.clone(), token));
+        match flight::drive(flight, context.ct.clone(), progress, tasks).await {
+            Step::Done(result) => Ok(mcp_result(result).into()),
+            Step::Park(flight, raised) => Ok(self.flights.park(flight, raised)?.into()),
+            Step::Task(flight, first) => {
+                let task = self.flights.spawn_task(flight, first);
+                Ok(CreateTaskResult::new(task).into())
+            }
+        }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let task = self.flights.tasks().get_task(&request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.flights
+            .tasks()
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.flights.tasks().cancel_task(&request.task_id)
+    }
+}
+
+/// Sends a call's progress to the client as `notifications/progress`, at most one per
+/// [`PROGRESS_INTERVAL`] (the latest report wins), until the call ends.
+fn progress_sink(peer: rmcp::Peer<RoleServer>, token: ProgressToken) -> ProgressSink {
+    let (sender, mut receiver) = tokio::sync::watch::channel::<Option<Progress>>(None);
+    tokio::spawn(async move {
+        let mut step = 0.0;
+        while receiver.changed().await.is_ok() {
+            let Some(progress) = receiver.borrow_and_update().clone() else {
+                continue;
+            };
+            step += 1.0;
+            let mut param =
+                ProgressNotificationParam::new(token.clone(), progress.done.unwrap_or(step))
+                    .with_message(progress.message);
+            if let Some(total) = progress.total {
+                param = param.with_total(total);
+            }
+            if peer.notify_progress(param).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(PROGRESS_INTERVAL).await;
+        }
+    });
+    Arc::new(move |progress: Progress| {
+        let _ = sender.send(Some(progress));
+    })
+}
+
+/// A tool as MCP lists it, with the tier mapped onto annotations.
+pub fn mcp_tool(spec: &ToolSpec) -> Tool {
+    let annotations = ToolAnnotations::with_title(spec.title);
+    let annotations = match spec.tier {
+        Tier::Read => annotations.read_only(true),
+        Tier::Write => annotations
+            .read_only(false)
+            .destructive(true)
+            .open_world(false),
+        Tier::Exec => annotations
+            .read_only(false)
+            .destructive(true)
+            .open_world(true),
+    };
+    Tool::new(
+        spec.name,
+        spec.description.clone(),
+        Arc::new(spec.input_schema.clone()),
+    )
+    .with_title(spec.title)
+    .with_raw_output_schema(Arc::new(spec.output_schema.clone()))
+    .with_annotations(annotations)
+}
+
+/// A dispatch result as MCP content: the text, any images, and the structured result.
+pub fn mcp_result(result: ToolResult) -> CallToolResult {
+    let mut content = vec![ContentBlock::text(result.text)];
+    for image in result.images {
+        let data = base64::engine::general_purpose::STANDARD.encode(&image.data);
+        content.push(ContentBlock::image(data, image.mime_type));
+    }
+    let mut call_result = match result.is_error {
+        true => CallToolResult::error(content),
+        false => CallToolResult::success(content),
+    };
+    call_result.structured_content = result.structured;
+    call_result
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tools_core::Image;
+
+    use super::*;
+
+    #[test]
+    fn prod_2_images_travel_as_mcp_image_content_beside_the_text() {
+        let result = ToolResult {
+            text: "a plot".into(),
+            structured: Some(json!({"ok": true})),
+            images: vec![Image::png(vec![0x89, b'P', b'N', b'G'])],
+            is_error: false,
+            touched: vec![],
+            previous: vec![],
+        };
+        let value = serde_json::to_value(mcp_result(result)).unwrap();
+        assert_eq!(
+            value["content"][0],
+            json!({"type": "text", "text": "a plot"})
+        );
+        assert_eq!(
+            value["content"][1],
+            json!({"type": "image", "data": "iVBORw==", "mimeType": "image/png"})
+        );
+        assert_eq!(value["structuredContent"], json!({"ok": true}));
+        assert_eq!(value["isError"], json!(false));
+    }
+
+    #[test]
+    fn prod_2_tiers_map_onto_annotations() {
+        let spec = |tier| ToolSpec {
+            name: "t",
+            title: "T",
+            tier,
+            lane: None,
+            writes_files: false,
+            description: String::new(),
+            input_schema: Default::default(),
+            output_schema: Default::default(),
+        };
+        let hints = |tier| {
+            let value = serde_json::to_value(mcp_tool(&spec(tier)).annotations.unwrap()).unwrap();
+            (
+                value["readOnlyHint"].clone(),
+                value["destructiveHint"].clone(),
+                value["openWorldHint"].clone(),
+            )
+        };
+        assert_eq!(hints(Tier::Read), (json!(true), json!(null), json!(null)));
+        assert_eq!(
+            hints(Tier::Write),
+            (json!(false), json!(true), json!(false))
+        );
+        assert_eq!(hints(Tier::Exec), (json!(false), json!(true), json!(true)));
+    }
+}

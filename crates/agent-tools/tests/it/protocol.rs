@@ -1,0 +1,467 @@
+//! The 2026-07-28 protocol beside 2025-11-25 (PROD-2): `server/discover`, cards answered as
+//! `input_required` and resumed by an opaque handle, and long calls as tasks
+//! (`io.modelcontextprotocol/tasks`) with their cards, progress and cancellation.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, DetailedTask, GetTaskParams,
+    InputRequest, InputResponses, TaskPayload, UpdateTaskParams,
+};
+use rmcp::service::ServiceError;
+use serde_json::{Value, json};
+
+use crate::eval::{python_ready, python_workspace};
+use crate::support::{Client, ERAS, Era, Person, Server, is_error, text, workspace};
+
+fn params(name: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned())
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default())
+}
+
+fn cell(code: &str) -> Value {
+    json!({"code": code, "description": "a cell the protocol tests run"})
+}
+
+/// The JSON-RPC error a call was refused with.
+fn refusal(result: Result<CallToolResponse, ServiceError>) -> String {
+    match result {
+        Err(ServiceError::McpError(error)) => error.message.to_string(),
+        Err(other) => panic!("expected a JSON-RPC error, got {other}"),
+        Ok(response) => panic!("expected a refusal, got {response:?}"),
+    }
+}
+
+/// Polls `tasks/get` until the task leaves `working` (or a minute passes).
+async fn settled(server: &Server, task_id: &str) -> DetailedTask {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let task = server
+            .service
+            .get_task(GetTaskParams::new(task_id))
+            .await
+            .unwrap()
+            .task;
+        if !matches!(task.payload, TaskPayload::Working) || Instant::now() > deadline {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn prod_2_discover_names_both_protocols_tasks_and_instructions() {
+    let dir = workspace();
+    let server = Server::start(
+        dir.path(),
+        &[],
+        Client::answering(vec![Person::Decline]).in_era(Era::Discover),
+    )
+    .await;
+    let discovered = server
+        .service
+        .discover(rmcp::model::RequestMetaObject::default())
+        .await
+        .unwrap();
+    let versions: Vec<String> = discovered
+        .supported_versions
+        .iter()
+        .map(|v| v.as_str().to_owned())
+        .collect();
+    assert!(
+        versions.contains(&"2026-07-28".to_owned()) && versions.contains(&"2025-11-25".to_owned()),
+        "{versions:?}"
+    );
+    assert!(discovered.capabilities.supports_tasks());
+    let instructions = discovered.instructions.clone().unwrap_or_default();
+    for needle in [
+        "Surface full",
+        "Approval ask",
+        "eval (persistent Python and JavaScript kernels)",
+        "input_required",
+        "io.modelcontextprotocol/tasks",
+    ] {
+        assert!(instructions.contains(needle), "{needle}: {instructions}");
+    }
+    let tools = server.service.list_all_tools().await.unwrap();
+    let read = tools.iter().find(|t| t.name == "read").unwrap();
+    assert_eq!(read.title.as_deref(), Some("Read a file"));
+    assert!(read.icons.is_none());
+}
+
+#[tokio::test]
+async fn ask_3_a_card_left_past_its_expiry_ends_its_handle_in_2026() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("agent-tools.toml"),
+        "[ask]\nexpiry_seconds = 1\n",
+    )
+    .unwrap();
+    let server = Server::start(
+        dir.path(),
+        &[],
+        Client::answering(vec![Person::Decline]).in_era(Era::Discover),
+    )
+    .await;
+    let question = json!({"question": "Which database?"});
+    let CallToolResponse::InputRequired(asked) = server
+        .service
+        .call_tool_once(params("ask_user", question.clone()))
+        .await
+        .unwrap()
+    else {
+        panic!("a 2026-07-28 card is an input_required answer");
+    };
+    let state = asked.request_state.clone().unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut responses = InputResponses::new();
+    responses.insert(
+        "card-1".into(),
+        json!({"action": "accept", "content": {"skip": true}}),
+    );
+    let late = server
+        .service
+        .call_tool_once(
+            params("ask_user", question)
+                .with_input_responses(responses)
+                .with_request_state(state),
+        )
+        .await;
+    let message = refusal(late);
+    assert!(
+        message.contains("its card expired (cards stay open 1 s)"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn ask_4_a_forged_or_replayed_resume_handle_is_refused() {
+    let dir = workspace();
+    let server = Server::start(
+        dir.path(),
+        &["--approval", "ask"],
+        Client::answering(vec![Person::Decline]).in_era(Era::Discover),
+    )
+    .await;
+    let write = json!({"path": "notes.txt", "content": "approved"});
+    let CallToolResponse::InputRequired(asked) = server
+        .service
+        .call_tool_once(params("write", write.clone()))
+        .await
+        .unwrap()
+    else {
+        panic!("the approval card is an input_required answer");
+    };
+    let requests = asked.input_requests.clone().unwrap();
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(key, "card-1");
+    let InputRequest::Elicitation(request) = request else {
+        panic!("the card is an elicitation request: {request:?}");
+    };
+    let form = serde_json::to_value(&request.params).unwrap();
+    assert!(
+        form["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Card 1 · permission request"),
+        "{form}"
+    );
+    assert_eq!(form["requestedSchema"]["required"], json!(["decision"]));
+    let state = asked.request_state.clone().unwrap();
+    assert!(state.len() >= 32, "the handle is long and random: {state}");
+    let mut allow = InputResponses::new();
+    allow.insert(
+        key.clone(),
+        json!({"action": "accept", "content": {"decision": "allow"}}),
+    );
+
+    // A forged handle, and the right one with other arguments, are refused; neither spends
+    // the real one.
+    let forged = server
+        .service
+        .call_tool_once(
+            params("write", write.clone())
+                .with_input_responses(allow.clone())
+                .with_request_state("0".repeat(32)),
+        )
+        .await;
+    assert!(refusal(forged).starts_with("`requestState` does not name a call waiting on a card"));
+    let changed = server
+        .service
+        .call_tool_once(
+            params("write", json!({"path": "notes.txt", "content": "smuggled"}))
+                .with_input_responses(allow.clone())
+                .with_request_state(state.clone()),
+        )
+        .await;
+    assert!(
+        refusal(changed).contains("belongs to a `write` call with other arguments"),
+        "the handle is bound to its call"
+    );
+    let answered = server
+        .service
+        .call_tool_once(
+            params("write", write.clone())
+                .with_input_responses(allow.clone())
+                .with_request_state(state.clone()),
+        )
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(done) = answered else {
+        panic!("the answered call completes: {answered:?}");
+    };
+    assert!(!is_error(&done), "{}", text(&done));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "approved"
+    );
+    // Replaying the spent handle changes nothing.
+    std::fs::write(dir.path().join("notes.txt"), "after").unwrap();
+    let replayed = server
+        .service
+        .call_tool_once(
+            params("write", write)
+                .with_input_responses(allow)
+                .with_request_state(state),
+        )
+        .await;
+    assert!(
+        refusal(replayed).contains("it was already answered"),
+        "a spent handle is refused"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "after"
+    );
+}
+
+#[tokio::test]
+async fn prod_2_a_long_cell_is_a_task_polled_to_completion_and_a_short_one_answers_at_once() {
+    if !python_ready() {
+        return;
+    }
+    for era in ERAS {
+        let (_dir, root) = python_workspace(120);
+        let server = Server::start(
+            &root,
+            &["--approval", "allow"],
+            Client::without_elicitation().in_era(era).with_tasks(),
+        )
+        .await;
+        let quick = server
+            .service
+            .call_tool_once(params("eval", cell("x = 41\nx + 1")))
+            .await
+            .unwrap();
+        let CallToolResponse::Complete(quick) = quick else {
+            panic!("{era:?}: a quick cell answers at once: {quick:?}");
+        };
+        assert!(text(&quick).ends_with("42"), "{}", text(&quick));
+        let long = server
+            .service
+            .call_tool_once(params(
+                "eval",
+                cell("import time\nfor i in range(4):\n    print('step', i, flush=True)\n    time.sleep(1)\nx * 2"),
+            ))
+            .await
+            .unwrap();
+        let CallToolResponse::Task(created) = long else {
+            panic!("{era:?}: a cell past the grace is a task: {long:?}");
+        };
+        let id = created.task.task_id.clone();
+        // While it runs, its progress is the task's status message.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut status = None;
+        while Instant::now() < deadline {
+            let task = server
+                .service
+                .get_task(GetTaskParams::new(&id))
+                .await
+                .unwrap()
+                .task;
+            if task
+                .task
+                .status_message
+                .as_deref()
+                .is_some_and(|m| m.contains("step"))
+            {
+                status = task.task.status_message;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            status.is_some(),
+            "{era:?}: the cell's output never reached the status"
+        );
+        let TaskPayload::Completed { result } = settled(&server, &id).await.payload else {
+            panic!("{era:?}: the task completes");
+        };
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("step 3") && text.ends_with("82"), "{text}");
+        assert_eq!(result["isError"], json!(false));
+    }
+}
+
+#[tokio::test]
+async fn prod_2_cancelling_a_cell_task_interrupts_it_and_keeps_the_kernel() {
+    if !python_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(120);
+    let server = Server::start(
+        &root,
+        &["--approval", "allow"],
+        Client::without_elicitation()
+            .in_era(Era::Discover)
+            .with_tasks(),
+    )
+    .await;
+    server
+        .service
+        .call_tool_once(params("eval", cell("kept = 'state'")))
+        .await
+        .unwrap();
+    let CallToolResponse::Task(created) = server
+        .service
+        .call_tool_once(params(
+            "eval",
+            cell("import time\nfor i in range(600):\n    time.sleep(0.1)"),
+        ))
+        .await
+        .unwrap()
+    else {
+        panic!("a ten-minute cell is a task");
+    };
+    let id = created.task.task_id.clone();
+    server
+        .service
+        .cancel_task(CancelTaskParams::new(&id))
+        .await
+        .unwrap();
+    let task = settled(&server, &id).await;
+    assert!(
+        matches!(task.payload, TaskPayload::Cancelled),
+        "{:?}",
+        task.payload
+    );
+    let said = task.task.status_message.unwrap_or_default();
+    assert!(
+        said.contains("interrupt"),
+        "the status says what happened: {said}"
+    );
+    let CallToolResponse::Complete(after) = server
+        .service
+        .call_tool_once(params("eval", cell("kept")))
+        .await
+        .unwrap()
+    else {
+        panic!("a quick cell answers at once");
+    };
+    assert!(text(&after).ends_with("'state'"), "{}", text(&after));
+}
+
+#[tokio::test]
+async fn core_5_a_cells_write_under_ask_puts_its_task_in_input_required() {
+    if !python_ready() {
+        return;
+    }
+    for era in ERAS {
+        let (_dir, root) = python_workspace(120);
+        let server = Server::start(
+            &root,
+            &["--approval", "ask"],
+            Client::answering(vec![Person::Decline])
+                .in_era(era)
+                .with_tasks(),
+        )
+        .await;
+        // The cell itself is approved first, through the call (it raised its card before
+        // becoming a task, so the call became a task at once).
+        let code = "r = tool('write', {'path': 'notes.txt', 'content': 'from the cell'})\nstr(r)";
+        let first = server
+            .service
+            .call_tool_once(params("eval", cell(code)))
+            .await
+            .unwrap();
+        let CallToolResponse::Task(created) = first else {
+            panic!("{era:?}: a long call's card makes it a task: {first:?}");
+        };
+        let id = created.task.task_id.clone();
+        for (round, expected) in [(1, "`eval` (exec tier)"), (2, "`write` (write tier)")] {
+            let task = settled(&server, &id).await;
+            let TaskPayload::InputRequired { input_requests } = task.payload else {
+                panic!("{era:?}: round {round}: {:?}", task.payload);
+            };
+            let (key, request) = input_requests.iter().next().unwrap();
+            let InputRequest::Elicitation(request) = request else {
+                panic!("an elicitation request");
+            };
+            let message = serde_json::to_value(&request.params).unwrap()["message"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(message.contains(expected), "{era:?}: {message}");
+            if round == 2 {
+                assert!(
+                    message.contains("Requested by a running `eval` call"),
+                    "{message}"
+                );
+            }
+            let mut allow = InputResponses::new();
+            allow.insert(
+                key.clone(),
+                json!({"action": "accept", "content": {"decision": "allow"}}),
+            );
+            server
+                .service
+                .update_task(UpdateTaskParams::new(&id, allow))
+                .await
+                .unwrap();
+        }
+        let TaskPayload::Completed { result } = settled(&server, &id).await.payload else {
+            panic!("{era:?}: the task completes");
+        };
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("Replaced notes.txt"),
+            "{result:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+            "from the cell"
+        );
+    }
+}
+
+#[tokio::test]
+async fn prod_2_a_long_call_sends_progress_with_messages_to_a_client_that_gave_a_token() {
+    if !python_ready() {
+        return;
+    }
+    for era in ERAS {
+        let (_dir, root) = python_workspace(120);
+        let server = Server::start(
+            &root,
+            &["--approval", "allow"],
+            Client::without_elicitation().in_era(era),
+        )
+        .await;
+        let result = server
+            .call(
+                "eval",
+                cell("import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.8)"),
+            )
+            .await;
+        assert!(!is_error(&result), "{}", text(&result));
+        let progress = server.client.progress.lock().unwrap().clone();
+        assert!(
+            progress
+                .iter()
+                .any(|p| p.message.as_deref().is_some_and(|m| m.contains("tick"))),
+            "{era:?}: {progress:?}"
+        );
+    }
+}
