@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -37,6 +37,11 @@ use crate::elicit::{form_for, message_for, read_form};
 /// How long a call that may run long is answered in the ordinary way before it becomes a
 /// task: a quick cell answers at once.
 pub(crate) const TASK_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a call that may run long goes without a progress report before the driving
+/// request is sent one saying it still runs: clients that time a call out reset the clock on
+/// progress, and a silent computation is still work.
+const HEARTBEAT: Duration = Duration::from_secs(10);
 
 /// How often a client is told to poll a task.
 const POLL_INTERVAL_MS: u64 = 500;
@@ -91,6 +96,10 @@ pub(crate) struct Flight {
     /// Where its progress goes now: the current request's progress token, a task's status
     /// message, or nowhere between rounds.
     progress: Arc<Mutex<Option<ProgressSink>>>,
+    /// When the call last reported progress (or started).
+    reported: Arc<Mutex<Instant>>,
+    /// When it started.
+    started: Instant,
     /// Whether it may run long, so may become a task.
     long: bool,
     /// Dropping the flight (an expired card, a run that ends) cancels the call.
@@ -107,9 +116,15 @@ impl Flight {
             Asker::Driver => Some(Arc::new(CallPort { raised: sender })),
         };
         let progress: Arc<Mutex<Option<ProgressSink>>> = Arc::default();
+        let started = Instant::now();
+        let reported = Arc::new(Mutex::new(started));
         let relay = {
             let progress = Arc::clone(&progress);
+            let reported = Arc::clone(&reported);
             Arc::new(move |report: Progress| {
+                if let Ok(mut at) = reported.lock() {
+                    *at = Instant::now();
+                }
                 let target = progress.lock().ok().and_then(|target| target.clone());
                 if let Some(target) = target {
                     target(report);
@@ -134,6 +149,8 @@ impl Flight {
             _cancel_on_drop: cancel.clone().drop_guard(),
             cancel,
             progress,
+            reported,
+            started,
             long,
         }
     }
@@ -178,12 +195,32 @@ pub(crate) async fn drive(
     progress: Option<ProgressSink>,
     tasks: bool,
 ) -> Step {
+    let heartbeat_to = progress.clone().filter(|_| flight.long);
     flight.send_progress_to(progress);
     let becomes_task = tasks && flight.long;
     let grace = tokio::time::sleep(TASK_GRACE);
     tokio::pin!(grace);
+    let mut heartbeat = tokio::time::interval(HEARTBEAT / 2);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = heartbeat.tick(), if heartbeat_to.is_some() => {
+                let quiet = flight.reported.lock().map(|at| at.elapsed()).unwrap_or_default();
+                if quiet >= HEARTBEAT && let Some(sink) = &heartbeat_to {
+                    sink(Progress {
+                        message: format!(
+                            "`{}` is still running ({} s so far)",
+                            flight.name,
+                            flight.started.elapsed().as_secs()
+                        ),
+                        done: None,
+                        total: None,
+                    });
+                    if let Ok(mut at) = flight.reported.lock() {
+                        *at = Instant::now();
+                    }
+                }
+            }
             joined = &mut flight.result => {
                 return Step::Done(joined_result(&flight.name, joined));
             }

@@ -47,7 +47,7 @@ async fn start_allowing(root: &Path) -> Server {
     .await
 }
 
-fn signal(pid: u32, signal: rustix::process::Signal) {
+pub(crate) fn signal(pid: u32, signal: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
     rustix::process::kill_process(pid, signal).unwrap();
 }
@@ -85,7 +85,7 @@ async fn checker_started(mark: &str) {
 }
 
 /// Waits for the server to exit (it must, within a minute) and returns whether it did.
-fn exited(pid: u32) -> bool {
+pub(crate) fn exited(pid: u32) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while std::time::Instant::now() < deadline {
         match tools_process::process_info(pid) {

@@ -465,3 +465,125 @@ async fn prod_2_a_long_call_sends_progress_with_messages_to_a_client_that_gave_a
         );
     }
 }
+
+/// A server for a 2026-07-28 client with tasks, asking approval, with a task running a
+/// ten-minute cell (its approval answered) and a write parked behind its card.
+async fn busy_server(root: &std::path::Path) -> (Server, String) {
+    let server = Server::start(
+        root,
+        &["--approval", "ask"],
+        Client::answering(vec![Person::Hang])
+            .in_era(Era::Discover)
+            .with_tasks(),
+    )
+    .await;
+    let CallToolResponse::Task(created) = server
+        .service
+        .call_tool_once(params(
+            "eval",
+            cell("import time\nfor i in range(6000):\n    time.sleep(0.1)"),
+        ))
+        .await
+        .unwrap()
+    else {
+        panic!("a cell that needs approval is a task at once");
+    };
+    let id = created.task.task_id.clone();
+    let TaskPayload::InputRequired { input_requests } = settled(&server, &id).await.payload else {
+        panic!("the cell's approval is the task's input request");
+    };
+    let key = input_requests.keys().next().unwrap().clone();
+    let mut allow = InputResponses::new();
+    allow.insert(
+        key,
+        json!({"action": "accept", "content": {"decision": "allow"}}),
+    );
+    server
+        .service
+        .update_task(UpdateTaskParams::new(&id, allow))
+        .await
+        .unwrap();
+    let kernel = crate::support::until_processes(&server.mark, |found| {
+        found.iter().any(|p| p.contains("python"))
+    })
+    .await;
+    assert!(
+        kernel.iter().any(|p| p.contains("python")),
+        "the cell's kernel started: {kernel:?}"
+    );
+    let parked = server
+        .service
+        .call_tool_once(params(
+            "write",
+            json!({"path": "notes.txt", "content": "never"}),
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(parked, CallToolResponse::InputRequired(_)));
+    (server, id)
+}
+
+#[tokio::test]
+async fn prod_2_a_running_task_and_a_parked_call_leave_no_process_when_the_client_goes() {
+    if !python_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(600);
+    let (server, _task) = busy_server(&root).await;
+    let (pid, mark) = (server.pid, server.mark.clone());
+    server.service.cancel().await.unwrap();
+    assert!(
+        crate::lifecycle::exited(pid),
+        "serve did not exit after stdin closed"
+    );
+    let left = crate::support::until_processes(&mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind after stdin closed: {left:?}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "alpha\nbeta\n"
+    );
+}
+
+#[tokio::test]
+async fn prod_2_a_running_task_and_a_parked_call_leave_no_process_after_sigterm() {
+    if !python_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(600);
+    let (server, _task) = busy_server(&root).await;
+    crate::lifecycle::signal(server.pid, rustix::process::Signal::TERM);
+    assert!(
+        crate::lifecycle::exited(server.pid),
+        "serve did not exit after SIGTERM"
+    );
+    let left = crate::support::until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
+}
+
+#[tokio::test]
+async fn prod_2_a_silent_long_call_still_reports_that_it_runs() {
+    if !python_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(120);
+    let server = Server::start(
+        &root,
+        &["--approval", "allow"],
+        Client::without_elicitation(),
+    )
+    .await;
+    // No output for 11 s: a client that resets its call timeout on progress still hears
+    // from the call.
+    let result = server
+        .call("eval", cell("import time\ntime.sleep(11)\n'done'"))
+        .await;
+    assert!(text(&result).ends_with("'done'"), "{}", text(&result));
+    let progress = server.client.progress.lock().unwrap().clone();
+    assert!(
+        progress.iter().any(|p| p
+            .message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("`eval` is still running ("))),
+        "{progress:?}"
+    );
+}
