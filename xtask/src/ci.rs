@@ -14,10 +14,11 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("ipykernel", "ipykernel"),
     ("jupyter_client", "jupyter_client"),
     // The Python bindings: maturin builds the wheel, pytest runs its tests, and the MCP SDK
-    // is the client its `agent-tools serve` test talks to.
+    // is the client its `agent-tools serve` tests talk to, pinned: those tests use its
+    // 2026-07-28 client (discover, input_required rounds, client extensions).
     ("maturin", "maturin>=1.9,<2"),
     ("pytest", "pytest"),
-    ("mcp", "mcp"),
+    ("mcp", "mcp==2.3.0"),
 ];
 
 /// The umbrella's family features; each must build alone.
