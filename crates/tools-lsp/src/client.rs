@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     settings: Option<Value>,
     /// The progress-token prefix of the check the server runs on save, if it runs one.
     check_token: Option<String>,
+    /// The log line that says the server is ready (`Readiness::Logged`).
+    ready_log: Option<&'static str>,
     state: Mutex<ClientState>,
     changed: tokio::sync::watch::Sender<u64>,
 }
@@ -51,6 +53,8 @@ pub(crate) struct ClientState {
     pub(crate) checks_begun: u64,
     /// Why the connection ended, once it has.
     pub(crate) ended: Option<String>,
+    /// Whether the server logged the line its readiness waits for (`Readiness::Logged`).
+    pub(crate) ready_logged: bool,
 }
 
 /// One running piece of work-done progress.
@@ -102,12 +106,14 @@ impl Shared {
         root_name: String,
         settings: Option<Value>,
         check_token: Option<String>,
+        ready_log: Option<&'static str>,
     ) -> Arc<Self> {
         Arc::new(Shared {
             root_uri,
             root_name,
             settings,
             check_token,
+            ready_log,
             state: Mutex::new(ClientState::default()),
             changed: tokio::sync::watch::channel(0).0,
         })
@@ -358,6 +364,12 @@ impl Shared {
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 tracing::debug!(method = %notification.method, kind, "{message}");
+                if self
+                    .ready_log
+                    .is_some_and(|needle| message.contains(needle))
+                {
+                    self.update(|state| state.ready_logged = true);
+                }
                 // Errors (1) and warnings (2) are kept for status and error messages.
                 if kind <= 2 && !message.trim().is_empty() {
                     let label = if kind == 1 { "error" } else { "warning" };
@@ -540,6 +552,7 @@ mod tests {
             "project".into(),
             settings,
             Some("rust-analyzer/flycheck".into()),
+            None,
         )
     }
 
@@ -549,6 +562,27 @@ mod tests {
 
     fn notification(method: &str, params: Value) -> AnyNotification {
         serde_json::from_value(json!({"method": method, "params": params})).unwrap()
+    }
+
+    #[test]
+    fn lsp_5_the_ready_line_is_noticed_only_when_it_comes() {
+        let shared = Shared::new(
+            Url::parse("file:///project").unwrap(),
+            "project".into(),
+            None,
+            None,
+            Some("source file"),
+        );
+        shared.take(&notification(
+            "window/logMessage",
+            json!({"type": 3, "message": "Loading pyproject.toml file at /project/pyproject.toml"}),
+        ));
+        assert!(!shared.state().ready_logged);
+        shared.take(&notification(
+            "window/logMessage",
+            json!({"type": 3, "message": "Found 8 source files"}),
+        ));
+        assert!(shared.state().ready_logged);
     }
 
     #[test]

@@ -79,6 +79,11 @@ pub(crate) enum Readiness {
     FirstIdle,
     /// At once after `initialize`: the server blocks requests until it can answer them.
     Immediate,
+    /// Once the server logged a line containing this text (pyright's "Found 8 source
+    /// files", after which its workspace-wide answers cover the project; before it, a
+    /// workspace symbol search sees only the open files and answers "none"), or, for a
+    /// server that never says it, once nothing has been in progress for a while.
+    Logged(&'static str),
 }
 
 /// One way to start a server.
@@ -217,7 +222,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             env: BTreeMap::new(),
             initialization_options: None,
             settings: None,
-            readiness: Readiness::FirstIdle,
+            readiness: Readiness::Logged("source file"),
             watches_files: false,
             pull: Pull::Lsp,
             check_progress: None,

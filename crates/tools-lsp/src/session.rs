@@ -38,7 +38,8 @@ use tools_process::{Input, Output, ProcessGroup, StderrTail};
 /// before an idle server counts as ready.
 const PROGRESS_GRACE: Duration = Duration::from_millis(300);
 
-/// How long rust-analyzer gets to send its first status before progress alone decides.
+/// How long a server gets to send its first status (rust-analyzer) or the line that says it
+/// is ready (pyright) before progress alone decides.
 const STATUS_GRACE: Duration = Duration::from_secs(10);
 
 /// Retries of a request the server cancelled because the content changed under it.
@@ -193,6 +194,10 @@ impl Session {
             root_name.clone(),
             spec.settings.clone(),
             spec.check_progress.clone(),
+            match spec.readiness {
+                Readiness::Logged(needle) => Some(needle),
+                _ => None,
+            },
         );
         let (main_loop, socket) = crate::client::main_loop(Arc::clone(&shared));
         let (loop_done_tx, loop_done) = tokio::sync::oneshot::channel();
@@ -315,6 +320,12 @@ impl Session {
                 None if since_init >= STATUS_GRACE && state.progress.is_empty() => Activity::Ready,
                 None => Activity::Busy(busy().unwrap_or_else(|| "starting".into())),
             },
+            Readiness::Logged(_) => {
+                if state.ready_logged || (since_init >= STATUS_GRACE && state.progress.is_empty()) {
+                    return Activity::Ready;
+                }
+                Activity::Busy(busy().unwrap_or_else(|| "finding the project's files".into()))
+            }
             Readiness::FirstIdle => {
                 if self.idle_seen.load(Ordering::Relaxed) {
                     return Activity::Ready;
