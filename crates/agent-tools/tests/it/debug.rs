@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use rmcp::model::TaskPayload;
 use serde_json::{Value, json};
 
 use crate::lsp::{available, repo_root, write_files};
@@ -874,6 +875,54 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     assert!(
         status.contains("session: loop.py with debugpy, stopped (pause)"),
         "{status}"
+    );
+    debug(&server, json!({"operation": "terminate"})).await;
+    only_the_server_left(&server).await;
+    nothing_left(server).await;
+}
+
+#[tokio::test]
+async fn dbg_5_a_continue_that_became_a_task_is_paused_by_tasks_cancel() {
+    if !debugpy_available() {
+        return;
+    }
+    let dir = python_project("[debug]\nstop_timeout_seconds = 5\n");
+    write_files(dir.path(), &[("loop.py", LOOP)]);
+    let server = Server::start(
+        dir.path(),
+        &["--approval", "allow"],
+        Client::without_elicitation()
+            .in_era(crate::support::Era::Discover)
+            .with_tasks(),
+    )
+    .await;
+    // A launch that waits 5 s for a stop is long: it answers as a task, polled to its end.
+    let (launched, as_task) = crate::protocol::call_to_end(
+        &server,
+        "debug",
+        json!({"operation": "launch", "program": "loop.py"}),
+    )
+    .await;
+    assert!(as_task, "a 5 s launch outlasts the grace");
+    assert!(
+        text(&launched).contains("still running after 5s"),
+        "{}",
+        text(&launched)
+    );
+    let (paused, _) = debug(&server, json!({"operation": "pause"})).await;
+    assert!(paused.contains("stopped: pause"), "{paused}");
+    // A continue into an endless loop is a task.
+    let id = crate::protocol::task_of(&server, "debug", json!({"operation": "continue"})).await;
+    let task = crate::protocol::cancelled(&server, &id).await;
+    assert!(
+        matches!(task.payload, TaskPayload::Cancelled),
+        "{:?}",
+        task.payload
+    );
+    let (status, _) = debug(&server, json!({"operation": "status"})).await;
+    assert!(
+        status.contains("session: loop.py with debugpy, stopped (pause)"),
+        "tasks/cancel pauses the debuggee: {status}"
     );
     debug(&server, json!({"operation": "terminate"})).await;
     only_the_server_left(&server).await;

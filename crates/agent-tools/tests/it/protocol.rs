@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::eval::{python_ready, python_workspace};
 use crate::support::{Client, ERAS, Era, Person, Server, is_error, text, workspace};
 
-fn params(name: &str, arguments: Value) -> CallToolRequestParams {
+pub(crate) fn params(name: &str, arguments: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned())
         .with_arguments(arguments.as_object().cloned().unwrap_or_default())
 }
@@ -33,7 +33,7 @@ fn refusal(result: Result<CallToolResponse, ServiceError>) -> String {
 }
 
 /// Polls `tasks/get` until the task leaves `working` (or a minute passes).
-async fn settled(server: &Server, task_id: &str) -> DetailedTask {
+pub(crate) async fn settled(server: &Server, task_id: &str) -> DetailedTask {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let task = server
@@ -46,6 +46,54 @@ async fn settled(server: &Server, task_id: &str) -> DetailedTask {
             return task;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Makes a call that must be answered as a task; its id.
+pub(crate) async fn task_of(server: &Server, name: &str, arguments: Value) -> String {
+    match server
+        .service
+        .call_tool_once(params(name, arguments))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("`{name}` should have become a task: {other:?}"),
+    }
+}
+
+/// Sends `tasks/cancel` and waits for the task to settle.
+pub(crate) async fn cancelled(server: &Server, task_id: &str) -> DetailedTask {
+    server
+        .service
+        .cancel_task(CancelTaskParams::new(task_id))
+        .await
+        .unwrap();
+    settled(server, task_id).await
+}
+
+/// Makes a call and follows it to its end, polling its task when it became one; says
+/// whether it did.
+pub(crate) async fn call_to_end(
+    server: &Server,
+    name: &str,
+    arguments: Value,
+) -> (rmcp::model::CallToolResult, bool) {
+    match server
+        .service
+        .call_tool_once(params(name, arguments))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::Complete(result) => (result, false),
+        CallToolResponse::Task(created) => {
+            let task = settled(server, &created.task.task_id).await;
+            let TaskPayload::Completed { result } = task.payload else {
+                panic!("`{name}` did not complete: {:?}", task.payload);
+            };
+            (serde_json::from_value(Value::Object(result)).unwrap(), true)
+        }
+        other => panic!("`{name}`: unexpected {other:?}"),
     }
 }
 
@@ -322,24 +370,13 @@ async fn prod_2_cancelling_a_cell_task_interrupts_it_and_keeps_the_kernel() {
         .call_tool_once(params("eval", cell("kept = 'state'")))
         .await
         .unwrap();
-    let CallToolResponse::Task(created) = server
-        .service
-        .call_tool_once(params(
-            "eval",
-            cell("import time\nfor i in range(600):\n    time.sleep(0.1)"),
-        ))
-        .await
-        .unwrap()
-    else {
-        panic!("a ten-minute cell is a task");
-    };
-    let id = created.task.task_id.clone();
-    server
-        .service
-        .cancel_task(CancelTaskParams::new(&id))
-        .await
-        .unwrap();
-    let task = settled(&server, &id).await;
+    let id = task_of(
+        &server,
+        "eval",
+        cell("import time\nfor i in range(600):\n    time.sleep(0.1)"),
+    )
+    .await;
+    let task = cancelled(&server, &id).await;
     assert!(
         matches!(task.payload, TaskPayload::Cancelled),
         "{:?}",
@@ -477,18 +514,13 @@ async fn busy_server(root: &std::path::Path) -> (Server, String) {
             .with_tasks(),
     )
     .await;
-    let CallToolResponse::Task(created) = server
-        .service
-        .call_tool_once(params(
-            "eval",
-            cell("import time\nfor i in range(6000):\n    time.sleep(0.1)"),
-        ))
-        .await
-        .unwrap()
-    else {
-        panic!("a cell that needs approval is a task at once");
-    };
-    let id = created.task.task_id.clone();
+    // A cell that needs approval is a task at once.
+    let id = task_of(
+        &server,
+        "eval",
+        cell("import time\nfor i in range(6000):\n    time.sleep(0.1)"),
+    )
+    .await;
     let TaskPayload::InputRequired { input_requests } = settled(&server, &id).await.payload else {
         panic!("the cell's approval is the task's input request");
     };
@@ -585,5 +617,45 @@ async fn prod_2_a_silent_long_call_still_reports_that_it_runs() {
             .as_deref()
             .is_some_and(|m| m.starts_with("`eval` is still running ("))),
         "{progress:?}"
+    );
+}
+
+#[tokio::test]
+async fn core_5_a_cells_write_under_ask_goes_round_by_round_without_tasks() {
+    if !python_ready() {
+        return;
+    }
+    let (_dir, root) = python_workspace(120);
+    let allow = Person::Accept(json!({"decision": "allow"}));
+    let server = Server::start(
+        &root,
+        &["--approval", "ask"],
+        Client::answering(vec![allow]).in_era(Era::Discover),
+    )
+    .await;
+    // rmcp's client answers each input_required round through its elicitation handler and
+    // re-sends the call: first the cell's own approval, then the write the cell makes.
+    let result = server
+        .call(
+            "eval",
+            cell("r = tool('write', {'path': 'notes.txt', 'content': 'round by round'})\nstr(r)"),
+        )
+        .await;
+    assert!(!is_error(&result), "{}", text(&result));
+    assert!(
+        text(&result).contains("Replaced notes.txt"),
+        "{}",
+        text(&result)
+    );
+    let cards: Vec<String> = server
+        .cards()
+        .into_iter()
+        .map(|(message, _)| message)
+        .collect();
+    assert_eq!(cards.len(), 2, "{cards:?}");
+    assert!(cards[0].contains("`eval` (exec tier)") && cards[1].contains("`write` (write tier)"));
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "round by round"
     );
 }
