@@ -350,3 +350,55 @@ async fn vibe_no_worker_outlives_the_server() {
     assert!(left.is_empty(), "left behind: {left:?}");
     let _ = marked_processes(&mark);
 }
+
+#[tokio::test]
+async fn vibe_3_a_long_wait_is_a_task_and_cancelling_it_leaves_the_worker_running() {
+    let setup = setup(4);
+    let state = setup.state.display().to_string();
+    let server = Server::start(
+        &setup.root,
+        &["--vibe", "--state-dir", state.as_str()],
+        Client::without_elicitation()
+            .in_era(crate::support::Era::Discover)
+            .with_tasks(),
+    )
+    .await;
+    let (spawned, _) = crate::protocol::call_to_end(
+        &server,
+        "vibe_spawn",
+        json!({"brief": "sleep for a while", "label": "sleep", "tier": "fast"}),
+    )
+    .await;
+    let view = spawned.structured_content.unwrap();
+    let id = view["worker_id"].as_str().unwrap().to_owned();
+    // A five-second wait outlasts the grace: a task, polled to its "still running" end.
+    let (waited, as_task) = crate::protocol::call_to_end(
+        &server,
+        "vibe_wait",
+        json!({"worker_id": id, "timeout_seconds": 5}),
+    )
+    .await;
+    assert!(as_task, "a 5 s wait is a task");
+    assert_eq!(
+        waited.structured_content.clone().unwrap()["status"],
+        "running",
+        "{}",
+        text(&waited)
+    );
+    // Cancelling a waiting task ends the wait, not the worker.
+    let task = crate::protocol::task_of(
+        &server,
+        "vibe_wait",
+        json!({"worker_id": id, "timeout_seconds": 60}),
+    )
+    .await;
+    let cancelled = crate::protocol::cancelled(&server, &task).await;
+    assert!(
+        matches!(cancelled.payload, rmcp::model::TaskPayload::Cancelled),
+        "{:?}",
+        cancelled.payload
+    );
+    let (listed, _) = crate::protocol::call_to_end(&server, "vibe_list", json!({})).await;
+    assert!(text(&listed).contains("running"), "{}", text(&listed));
+    crate::protocol::call_to_end(&server, "vibe_kill", json!({"worker_id": id})).await;
+}
