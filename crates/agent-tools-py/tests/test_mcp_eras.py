@@ -226,7 +226,7 @@ def test_without_elicitation_ask_user_is_absent_and_a_write_is_refused_at_once(e
     names, refused, took = run(session())
     assert "ask_user" not in names and "write" in names
     assert refused.is_error
-    assert text(refused).startswith("`write` was not run: the approval policy is `ask` and no approver is connected")
+    assert text(refused).startswith("`write` was not run:") and "no approver is connected" in text(refused)
     assert took < 10, took
     assert (workspace / "README.md").read_text() == "hello\nworld\n"
     assert wait_gone(mark) == []

@@ -46,10 +46,17 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How often a client is told to poll a task.
 const POLL_INTERVAL_MS: u64 = 500;
 
+/// How long a finished task stays readable, and the longest a call may run as one: far
+/// beyond any call's own bound (a cell's cap is an hour by default), and finite, so a long
+/// session does not keep every result it ever produced.
+const TASK_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
 /// A card a call raised, with the way back to the call.
 pub(crate) struct Raised {
     card: Card,
     answer: oneshot::Sender<Answer>,
+    /// When the run's question desk stops waiting for it (it was raised with the full expiry).
+    deadline: Instant,
 }
 
 /// A question port for one call: each card goes to whoever drives the call now.
@@ -61,15 +68,19 @@ impl QuestionPort for CallPort {
     fn ask(&self, card: Card) -> BoxFuture<'_, Answer> {
         Box::pin(async move {
             let (answer, answered) = oneshot::channel();
-            if self.raised.send(Raised { card, answer }).is_err() {
-                return Answer::NoHuman("the call that raised the card has ended".to_owned());
+            let deadline = Instant::now() + card.expires_in;
+            let raised = Raised {
+                card,
+                answer,
+                deadline,
+            };
+            // A card nobody will show (the call is being cancelled, the run ends) is withdrawn:
+            // "dismissed", not "no person in this run", which would tell the model never to
+            // ask again.
+            if self.raised.send(raised).is_err() {
+                return Answer::Cancelled;
             }
-            answered.await.unwrap_or_else(|_| {
-                Answer::NoHuman(
-                    "the card was withdrawn: the client cancelled the call or the run ended"
-                        .to_owned(),
-                )
-            })
+            answered.await.unwrap_or(Answer::Cancelled)
         })
     }
 }
@@ -241,6 +252,10 @@ pub(crate) async fn drive(
             }
             () = request.cancelled() => {
                 flight.cancel.cancel();
+                // Cards raised while it winds down are withdrawn, not left to wait out their
+                // expiry with nobody to show them.
+                flight.raised.close();
+                while flight.raised.try_recv().is_ok() {}
                 let result = flight.outcome().await;
                 return Step::Done(result);
             }
@@ -288,6 +303,7 @@ impl Flights {
         raised: Raised,
     ) -> Result<InputRequiredResult, McpError> {
         let handle = new_handle()?;
+        let raised_deadline = raised.deadline;
         let key = format!("card-{}", raised.card.number);
         let request = elicit_request(&raised.card)?;
         let mut requests = InputRequests::new();
@@ -302,11 +318,11 @@ impl Flights {
                 },
             );
         }
+        let deadline = tokio::time::Instant::from_std(raised_deadline);
         let parked = Arc::clone(&self.parked);
-        let expiry = self.expiry;
         let expired = handle.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(expiry).await;
+            tokio::time::sleep_until(deadline).await;
             let dropped = parked.lock().ok().and_then(|mut map| map.remove(&expired));
             if let Some(dropped) = dropped {
                 tracing::info!(tool = %dropped.flight.name, "a parked call's card expired; the call is cancelled");
@@ -343,12 +359,30 @@ impl Flights {
                 None,
             ));
         };
+        if entry.raised.answer.is_closed() {
+            // Its card expired a moment ago; the timer is about to drop it.
+            return Err(McpError::invalid_params(
+                format!(
+                    "`requestState` names a call whose card expired (cards stay open {} s), so \
+                     the answer was not taken; call `{name}` again without `requestState`",
+                    self.expiry.as_secs()
+                ),
+                None,
+            ));
+        }
         if entry.flight.name != name || &entry.flight.arguments != arguments {
-            let message = format!(
-                "`requestState` belongs to a `{}` call with other arguments; re-send that call \
-                 unchanged, with `inputResponses` answering `{}`",
-                entry.flight.name, entry.key
-            );
+            let message = match entry.flight.name == name {
+                true => format!(
+                    "`requestState` belongs to a `{name}` call with other arguments; re-send \
+                     that call unchanged, with `inputResponses` answering `{}`",
+                    entry.key
+                ),
+                false => format!(
+                    "`requestState` belongs to a `{}` call, not `{name}`; re-send that call \
+                     unchanged, with `inputResponses` answering `{}`",
+                    entry.flight.name, entry.key
+                ),
+            };
             parked.insert(handle.to_owned(), entry);
             return Err(McpError::invalid_params(message, None));
         }
@@ -383,8 +417,7 @@ impl Flights {
     /// Carries `flight` on as a task; `first` is a card it raised before becoming one.
     pub(crate) fn spawn_task(&self, flight: Flight, first: Option<Raised>) -> Task {
         let options = TaskOptions::new()
-            // The call's own bounds end it; a task is not failed for running long.
-            .with_ttl_ms(None)
+            .with_ttl_ms(TASK_TTL_MS)
             .with_poll_interval_ms(POLL_INTERVAL_MS)
             .with_status_message(format!("`{}` is running", flight.name));
         self.tasks
@@ -420,18 +453,28 @@ async fn run_task(
         tokio::select! {
             joined = &mut flight.result => {
                 let result = joined_result(&flight.name, joined);
-                if cancelled {
+                if cancelled && result.is_error {
                     // A cancelled task carries no result; its status says what the call did.
                     task.set_status_message(status_line(&result.text));
                     return Err(TaskExit::Cancelled);
                 }
+                // A call that finished its work anyway (a debuggee paused where it was) keeps
+                // its result: cancellation is cooperative.
                 return Ok(crate::mcp::mcp_result(result));
             }
-            Some(raised) = flight.raised.recv() => inputs.push(ask_in_task(task.clone(), raised)),
+            Some(raised) = flight.raised.recv() => {
+                if cancelled {
+                    // The call is being cancelled: its new cards are withdrawn, not shown.
+                    drop(raised);
+                } else {
+                    inputs.push(ask_in_task(task.clone(), raised));
+                }
+            }
             Some(()) = inputs.next(), if !inputs.is_empty() => {}
             () = task.cancelled(), if !cancelled => {
                 cancelled = true;
                 flight.cancel.cancel();
+                inputs.clear();
             }
         }
     }
@@ -453,11 +496,21 @@ async fn ask_in_task(task: TaskContext, mut raised: Raised) {
     let answer = tokio::select! {
         value = task.request_input(key, InputRequest::Elicitation(request)) => match value {
             Ok(value) => answer_from(&raised.card, value).unwrap_or_else(|problem| {
-                Answer::NoHuman(format!("the client's answer was not an elicitation result ({problem})"))
+                tracing::warn!(%problem, "a task's card was answered with something else");
+                Answer::Cancelled
             }),
-            Err(_) => Answer::NoHuman("the task was cancelled before the card was answered".to_owned()),
+            // `tasks/cancel` cleared it: the call is being cancelled.
+            Err(_) => Answer::Cancelled,
         },
-        () = raised.answer.closed() => return,
+        () = raised.answer.closed() => {
+            // rmcp cannot withdraw an input request, so `tasks/get` keeps listing the card;
+            // the status says it no longer counts.
+            task.set_status_message(format!(
+                "card {} expired without an answer; the call went on without it",
+                raised.card.number
+            ));
+            return;
+        }
     };
     let _ = raised.answer.send(answer);
 }

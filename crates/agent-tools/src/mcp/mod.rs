@@ -118,12 +118,14 @@ impl McpServer {
         self.dispatcher
             .get_or_try_init(|| async {
                 let elicitation = declares_form_elicitation(context.client_capabilities().as_ref());
-                let port: Option<Arc<dyn QuestionPort>> = match (elicitation, is_modern(context)) {
-                    (false, _) => None,
-                    (true, false) => Some(Arc::new(ElicitationPort::new(context.peer.clone()))),
-                    // Every 2026-07-28 call brings its own way to the person (its request or
-                    // its task); the run's port is only what a call without one would reach.
-                    (true, true) => Some(Arc::new(NoHuman {
+                let port: Option<Arc<dyn QuestionPort>> = match (is_modern(context), elicitation) {
+                    (false, false) => None,
+                    (false, true) => Some(Arc::new(ElicitationPort::new(context.peer.clone()))),
+                    // A 2026-07-28 client declares its capabilities on each request, so the
+                    // first one does not decide for the run: every call brings its own way to
+                    // the person (its request or its task), or none, and `tools/list` leaves
+                    // `ask_user` out for a request without elicitation.
+                    (true, _) => Some(Arc::new(NoHuman {
                         reason: "a card can only be shown through the call that raised it"
                             .to_owned(),
                     })),
@@ -175,6 +177,29 @@ impl McpServer {
             ApprovalPolicy::Allow => "allow: write and exec calls run without a card",
             ApprovalPolicy::Deny => "deny: every write and exec call is refused",
         };
+        let mut long = Vec::new();
+        if cfg!(feature = "eval") {
+            long.push("eval");
+        }
+        if cfg!(feature = "debug") {
+            long.push("debug launch/attach/continue/step_*");
+        }
+        if cfg!(feature = "vibe") && settings_vibe_enabled(settings) {
+            long.push("vibe_wait");
+        }
+        if cfg!(feature = "lsp") {
+            long.push("lsp diagnostics over \"*\"");
+        }
+        let long = match long.is_empty() {
+            true => String::new(),
+            false => format!(
+                "\nLong calls ({}) report progress to a call that sent a progress token, at \
+                 least every 10 s, and become tasks (io.modelcontextprotocol/tasks) when the \
+                 client declares that extension: after {} s, or at once when they raise a card.",
+                long.join(", "),
+                flight::TASK_GRACE.as_secs()
+            ),
+        };
         format!(
             "Built-in tools bound to one workspace; paths are relative to its root, and \
              locations print as path:LINE.\n\
@@ -182,13 +207,8 @@ impl McpServer {
              Families: {}.\n\
              Cards: a 2025-11-25 client gets elicitation/create requests; a 2026-07-28 client \
              gets the call answered with resultType \"input_required\" and re-sends it with \
-             inputResponses and the same requestState.\n\
-             Long calls (eval, debug launch/continue/step, vibe_wait, lsp diagnostics over \
-             \"*\") report progress to a call that sent a progress token, and become tasks \
-             (io.modelcontextprotocol/tasks) after {} s when the client declares that \
-             extension.",
+             inputResponses and the same requestState.{long}",
             families.join("; "),
-            flight::TASK_GRACE.as_secs()
         )
     }
 }
@@ -252,6 +272,13 @@ impl ServerHandler for McpServer {
             .map(serde_json::Value::Object)
             .unwrap_or(serde_json::Value::Null);
         let flight = match request.request_state.as_deref() {
+            Some(_) if !is_modern(&context) => {
+                return Err(McpError::invalid_params(
+                    "`requestState` resumes a call only on the 2026-07-28 protocol; this \
+                     request speaks an earlier one, where cards are elicitation requests",
+                    None,
+                ));
+            }
             Some(handle) => self.flights.resume(
                 handle,
                 &request.name,
@@ -265,6 +292,15 @@ impl ServerHandler for McpServer {
                     None,
                 ));
             }
+            None if !elicitation && request.name == "ask_user" && is_modern(&context) => {
+                // Not listed to this request (ASK-5): say so rather than ask nobody.
+                return Ok(mcp_result(ToolResult::error(&tools_core::ToolError::failed(
+                    "`ask_user` is not available: this client declared no elicitation \
+                     capability, so no person can be asked; go on with your own best \
+                     assumption and say in your reply what you assumed",
+                )))
+                .into());
+            }
             None => {
                 let call = ToolCall {
                     name: request.name.to_string(),
@@ -272,8 +308,9 @@ impl ServerHandler for McpServer {
                 };
                 let asker = if !elicitation {
                     Asker::Nobody(
-                        "this request declared no elicitation capability, so no card can be \
-                         shown"
+                        "this client declared no elicitation capability, so no card can be \
+                         shown; the operator can connect a client that answers elicitation \
+                         requests, or start the server with `--approval allow`"
                             .to_owned(),
                     )
                 } else if is_modern(&context) || (tasks && dispatcher.may_run_long(&call)) {

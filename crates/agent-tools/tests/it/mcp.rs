@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Client, ERAS, Person, Server, is_error, text, workspace};
+use crate::support::{Client, ERAS, Era, Person, Server, is_error, text, workspace};
 
 #[tokio::test]
 async fn prod_2_tools_list_shows_exactly_what_each_surface_sees() {
@@ -205,11 +205,16 @@ async fn ask_5_ask_user_is_absent_for_a_client_without_elicitation() {
             ]
         );
         let result = server.call("ask_user", json!({"question": "?"})).await;
-        assert!(
-            text(&result).starts_with("unknown tool `ask_user`"),
-            "{}",
-            text(&result)
-        );
+        // A session without elicitation has no `ask_user` at all; a 2026-07-28 client, which
+        // declares capabilities per request, is told this request cannot ask anyone.
+        let expected = match era {
+            Era::Session => "unknown tool `ask_user`",
+            Era::Discover => {
+                "`ask_user` is not available: this client declared no elicitation capability"
+            }
+        };
+        assert!(is_error(&result));
+        assert!(text(&result).starts_with(expected), "{}", text(&result));
     }
 }
 
@@ -320,9 +325,16 @@ async fn core_5_ask_without_elicitation_refuses_writes_at_once() {
             .await
             .expect("the refusal must not block");
         assert!(is_error(&result));
-        assert!(text(&result).starts_with(
-            "`write` was not run: the approval policy is `ask` and no approver is connected"
-        ));
+        let expected = match era {
+            Era::Session => {
+                "`write` was not run: the approval policy is `ask` and no approver is connected"
+            }
+            Era::Discover => {
+                "`write` was not run: no approver is connected (this client declared no \
+                 elicitation capability"
+            }
+        };
+        assert!(text(&result).starts_with(expected), "{}", text(&result));
         assert_eq!(
             std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
             "alpha\nbeta\n"

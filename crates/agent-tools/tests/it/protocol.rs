@@ -659,3 +659,26 @@ async fn core_5_a_cells_write_under_ask_goes_round_by_round_without_tasks() {
         "round by round"
     );
 }
+
+#[tokio::test]
+async fn ask_4_a_session_cannot_resume_by_request_state() {
+    let dir = workspace();
+    let server = Server::start(
+        dir.path(),
+        &["--approval", "ask"],
+        Client::answering(vec![Person::Decline]),
+    )
+    .await;
+    let refused = server
+        .service
+        .call_tool_once(
+            params("write", json!({"path": "notes.txt", "content": "x"}))
+                .with_request_state("0".repeat(32)),
+        )
+        .await;
+    assert!(
+        refusal(refused)
+            .starts_with("`requestState` resumes a call only on the 2026-07-28 protocol")
+    );
+    assert!(server.cards().is_empty(), "nothing was asked");
+}
