@@ -418,6 +418,18 @@ impl Inner {
             }
             Some(lane) => {
                 let lock = self.lane(lane);
+                if let (Err(_), Some(sink)) = (lock.clone().try_lock_owned(), &progress) {
+                    // Say why nothing happens yet: another call on the lane runs (a cell, or
+                    // one waiting on a person's card).
+                    sink(Progress {
+                        message: format!(
+                            "waiting for the `{lane}` lane: another `{lane}` call is still \
+                             running, and calls on one lane take turns"
+                        ),
+                        done: None,
+                        total: None,
+                    });
+                }
                 tokio::select! {
                     guard = lock.lock_owned() => {
                         held.push(lane);

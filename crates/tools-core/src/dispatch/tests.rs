@@ -394,6 +394,65 @@ async fn core_6_calls_on_one_lane_never_overlap() {
     assert!(!a.is_error && !b.is_error);
 }
 
+#[tokio::test]
+async fn core_6_a_call_waiting_for_its_lane_says_so() {
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let d = dispatcher_with(None, allow_all(), |b| {
+        b.register(Patient(stopped.clone()));
+    });
+    let holder = tokio_util::sync::CancellationToken::new();
+    let first = {
+        let d = d.clone();
+        let options = CallOptions {
+            cancel: Some(holder.clone()),
+            ..CallOptions::default()
+        };
+        tokio::spawn(async move {
+            let call = ToolCall {
+                name: "patient".into(),
+                arguments: json!({}),
+            };
+            d.dispatch_with(call, options).await
+        })
+    };
+    while d.inner.calls.is_empty() {
+        tokio::task::yield_now().await;
+    }
+    // Let the first call take the lane.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink: ProgressSink = {
+        let reports = reports.clone();
+        Arc::new(move |p: Progress| reports.lock().unwrap().push(p.message))
+    };
+    let second = {
+        let d = d.clone();
+        let options = CallOptions {
+            progress: Some(sink),
+            ..CallOptions::default()
+        };
+        tokio::spawn(async move {
+            let call = ToolCall {
+                name: "patient".into(),
+                arguments: json!({}),
+            };
+            d.dispatch_with(call, options).await
+        })
+    };
+    while reports.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        reports.lock().unwrap()[0],
+        "waiting for the `eval` lane: another `eval` call is still running, and calls on one \
+         lane take turns"
+    );
+    holder.cancel();
+    first.await.unwrap();
+    d.shutdown(Duration::from_secs(1)).await;
+    second.await.unwrap();
+}
+
 struct Suffix(&'static str);
 impl Wrapper for Suffix {
     fn wraps(&self, spec: &ToolSpec) -> bool {
