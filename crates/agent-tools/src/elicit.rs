@@ -1,7 +1,7 @@
 //! A question port over MCP elicitation: each card becomes a form the client shows its user.
 
 use futures::future::BoxFuture;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
 use tools_core::{Answer, Card, CardKind, QuestionPort};
@@ -21,32 +21,38 @@ impl ElicitationPort {
 impl QuestionPort for ElicitationPort {
     fn ask(&self, card: Card) -> BoxFuture<'_, Answer> {
         Box::pin(async move {
-            let schema = match ElicitationSchema::from_json_schema(form_for(&card)) {
-                Ok(schema) => schema,
-                Err(error) => {
-                    return Answer::NoHuman(format!(
-                        "the card could not be turned into a form: {error}"
-                    ));
-                }
-            };
-            let params = ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: message_for(&card),
-                requested_schema: schema,
+            let params = match form_params(&card) {
+                Ok(params) => params,
+                Err(problem) => return Answer::NoHuman(problem),
             };
             match self.peer.create_elicitation(params).await {
-                Ok(result) => match result.action {
-                    ElicitationAction::Accept => {
-                        read_form(&card, result.content.unwrap_or(Value::Null))
-                    }
-                    ElicitationAction::Decline => Answer::Declined,
-                    _ => Answer::Cancelled,
-                },
+                Ok(result) => answer_for(&card, result),
                 Err(error) => Answer::NoHuman(format!(
                     "the client did not answer the elicitation request: {error}"
                 )),
             }
         })
+    }
+}
+
+/// The card as an elicitation form: what a 2025-11-25 client is sent as a request, and a
+/// 2026-07-28 client inside `input_required` or a task's input requests.
+pub(crate) fn form_params(card: &Card) -> Result<ElicitRequestParams, String> {
+    let schema = ElicitationSchema::from_json_schema(form_for(card))
+        .map_err(|error| format!("the card could not be turned into a form: {error}"))?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message_for(card),
+        requested_schema: schema,
+    })
+}
+
+/// What the person did with `card`, from the client's elicitation result.
+pub(crate) fn answer_for(card: &Card, result: ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept => read_form(card, result.content.unwrap_or(Value::Null)),
+        ElicitationAction::Decline => Answer::Declined,
+        _ => Answer::Cancelled,
     }
 }
 

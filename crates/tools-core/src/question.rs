@@ -147,9 +147,7 @@ impl Questions {
 
     /// Asks for permission: allow or deny, nothing else (CORE-5).
     pub async fn ask_permission(&self, question: String, context: Option<String>) -> (u64, Answer) {
-        let asker = crate::CallContext::current().and_then(|context| context.asker);
-        self.ask_permission_through(asker.as_ref(), question, context)
-            .await
+        self.ask(self.permission_card(question, context)).await
     }
 
     /// [`Questions::ask_permission`] through `asker` when given, else the run's port.
@@ -159,20 +157,21 @@ impl Questions {
         question: String,
         context: Option<String>,
     ) -> (u64, Answer) {
-        self.ask_through(
-            asker,
-            Card {
-                number: 0,
-                kind: CardKind::Permission,
-                question,
-                context,
-                options: Vec::new(),
-                allow_free_text: false,
-                multi_select: false,
-                expires_in: self.expiry,
-            },
-        )
-        .await
+        self.ask_through(asker, self.permission_card(question, context))
+            .await
+    }
+
+    fn permission_card(&self, question: String, context: Option<String>) -> Card {
+        Card {
+            number: 0,
+            kind: CardKind::Permission,
+            question,
+            context,
+            options: Vec::new(),
+            allow_free_text: false,
+            multi_select: false,
+            expires_in: self.expiry,
+        }
     }
 }
 

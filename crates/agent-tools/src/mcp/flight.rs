@@ -19,8 +19,8 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, InputResponses, Task,
+    CallToolResult, ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, Task,
 };
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::Value;
@@ -32,7 +32,7 @@ use tools_core::{
     ToolResult,
 };
 
-use crate::elicit::{form_for, message_for, read_form};
+use crate::elicit::{answer_for, form_params};
 
 /// How long a call that may run long is answered in the ordinary way before it becomes a
 /// task: a quick cell answers at once.
@@ -41,7 +41,7 @@ pub(crate) const TASK_GRACE: Duration = Duration::from_secs(2);
 /// How long a call that may run long goes without a progress report before the driving
 /// request is sent one saying it still runs: clients that time a call out reset the clock on
 /// progress, and a silent computation is still work.
-const HEARTBEAT: Duration = Duration::from_secs(10);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(10);
 
 /// How often a client is told to poll a task.
 const POLL_INTERVAL_MS: u64 = 500;
@@ -118,8 +118,14 @@ pub(crate) struct Flight {
 }
 
 impl Flight {
-    /// Starts `call` on `dispatcher`; its cards go where `asker` says.
-    pub(crate) fn start(dispatcher: Arc<Dispatcher>, call: ToolCall, asker: Asker) -> Flight {
+    /// Starts `call` on `dispatcher`; its cards go where `asker` says, and `long` (the tool's
+    /// `may_run_long` for these arguments) lets it become a task.
+    pub(crate) fn start(
+        dispatcher: Arc<Dispatcher>,
+        call: ToolCall,
+        asker: Asker,
+        long: bool,
+    ) -> Flight {
         let (sender, raised) = mpsc::unbounded_channel();
         let asker: Option<Arc<dyn QuestionPort>> = match asker {
             Asker::Run => None,
@@ -143,7 +149,6 @@ impl Flight {
             }) as ProgressSink
         };
         let cancel = CancellationToken::new();
-        let long = dispatcher.may_run_long(&call);
         let name = call.name.clone();
         let arguments = call.arguments.clone();
         let options = CallOptions {
@@ -517,29 +522,14 @@ async fn ask_in_task(task: TaskContext, mut raised: Raised) {
 
 /// The card as an `elicitation/create` request: the same form a 2025-11-25 client is sent.
 fn elicit_request(card: &Card) -> Result<ElicitRequest, McpError> {
-    let schema = ElicitationSchema::from_json_schema(form_for(card)).map_err(|error| {
-        McpError::internal_error(
-            format!("the card could not be turned into a form: {error}"),
-            None,
-        )
-    })?;
-    Ok(ElicitRequest::new(
-        ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: message_for(card),
-            requested_schema: schema,
-        },
-    ))
+    let params = form_params(card).map_err(|problem| McpError::internal_error(problem, None))?;
+    Ok(ElicitRequest::new(params))
 }
 
 /// Reads a client's elicitation result for `card`.
 fn answer_from(card: &Card, value: Value) -> Result<Answer, String> {
     let result: ElicitResult = serde_json::from_value(value).map_err(|error| error.to_string())?;
-    Ok(match result.action {
-        ElicitationAction::Accept => read_form(card, result.content.unwrap_or(Value::Null)),
-        ElicitationAction::Decline => Answer::Declined,
-        _ => Answer::Cancelled,
-    })
+    Ok(answer_for(card, result))
 }
 
 /// The first lines of a result, short enough for a task's status message.

@@ -144,25 +144,47 @@ impl McpServer {
     /// cards and long calls appear.
     fn instructions(&self) -> String {
         let settings = &self.settings;
-        let mut families = vec!["host file tools (read, write, edit, apply_patch)"];
-        if cfg!(feature = "ask") {
-            families.push("ask_user (questions to the person, when the client takes elicitation)");
-        }
-        if cfg!(feature = "lsp") {
-            families.push("lsp, lsp_rename, lsp_code_action (the project's language servers)");
-        }
-        if cfg!(feature = "ast") {
-            families.push("ast_grep, ast_edit, resolve (structural search and staged rewrites)");
-        }
-        if cfg!(feature = "eval") {
-            families.push("eval (persistent Python and JavaScript kernels)");
-        }
-        if cfg!(feature = "debug") {
-            families.push("debug (a debugger over DAP)");
-        }
-        if cfg!(feature = "vibe") && settings_vibe_enabled(settings) {
-            families.push("vibe_* (background workers)");
-        }
+        // Each family present: what it is, and which of its calls may run long.
+        let present: [(bool, &str, Option<&str>); 7] = [
+            (
+                true,
+                "host file tools (read, write, edit, apply_patch)",
+                None,
+            ),
+            (
+                cfg!(feature = "ask"),
+                "ask_user (questions to the person, when the client takes elicitation)",
+                None,
+            ),
+            (
+                cfg!(feature = "lsp"),
+                "lsp, lsp_rename, lsp_code_action (the project's language servers)",
+                Some("lsp diagnostics over \"*\""),
+            ),
+            (
+                cfg!(feature = "ast"),
+                "ast_grep, ast_edit, resolve (structural search and staged rewrites)",
+                None,
+            ),
+            (
+                cfg!(feature = "eval"),
+                "eval (persistent Python and JavaScript kernels)",
+                Some("eval"),
+            ),
+            (
+                cfg!(feature = "debug"),
+                "debug (a debugger over DAP)",
+                Some("debug launch/attach/continue/step_*"),
+            ),
+            (
+                cfg!(feature = "vibe") && settings_vibe_enabled(settings),
+                "vibe_* (background workers)",
+                Some("vibe_wait"),
+            ),
+        ];
+        let present = present.iter().filter(|(on, ..)| *on);
+        let families: Vec<&str> = present.clone().map(|(_, family, _)| *family).collect();
+        let long: Vec<&str> = present.filter_map(|(_, _, long)| *long).collect();
         let surface = match settings.surface {
             Surface::Full => "full: read, write and exec tools are listed",
             Surface::Plan => "plan: only read tools are listed",
@@ -177,26 +199,14 @@ impl McpServer {
             ApprovalPolicy::Allow => "allow: write and exec calls run without a card",
             ApprovalPolicy::Deny => "deny: every write and exec call is refused",
         };
-        let mut long = Vec::new();
-        if cfg!(feature = "eval") {
-            long.push("eval");
-        }
-        if cfg!(feature = "debug") {
-            long.push("debug launch/attach/continue/step_*");
-        }
-        if cfg!(feature = "vibe") && settings_vibe_enabled(settings) {
-            long.push("vibe_wait");
-        }
-        if cfg!(feature = "lsp") {
-            long.push("lsp diagnostics over \"*\"");
-        }
         let long = match long.is_empty() {
             true => String::new(),
             false => format!(
                 "\nLong calls ({}) report progress to a call that sent a progress token, at \
-                 least every 10 s, and become tasks (io.modelcontextprotocol/tasks) when the \
+                 least every {} s, and become tasks (io.modelcontextprotocol/tasks) when the \
                  client declares that extension: after {} s, or at once when they raise a card.",
                 long.join(", "),
+                flight::HEARTBEAT.as_secs(),
                 flight::TASK_GRACE.as_secs()
             ),
         };
@@ -306,6 +316,7 @@ impl ServerHandler for McpServer {
                     name: request.name.to_string(),
                     arguments,
                 };
+                let long = dispatcher.may_run_long(&call);
                 let asker = if !elicitation {
                     Asker::Nobody(
                         "this client declared no elicitation capability, so no card can be \
@@ -313,12 +324,12 @@ impl ServerHandler for McpServer {
                          requests, or start the server with `--approval allow`"
                             .to_owned(),
                     )
-                } else if is_modern(&context) || (tasks && dispatcher.may_run_long(&call)) {
+                } else if is_modern(&context) || (tasks && long) {
                     Asker::Driver
                 } else {
                     Asker::Run
                 };
-                Flight::start(Arc::clone(&dispatcher), call, asker)
+                Flight::start(Arc::clone(&dispatcher), call, asker, long)
             }
         };
         // The client's `notifications/cancelled` fires `ct`; the call is cancelled and answers

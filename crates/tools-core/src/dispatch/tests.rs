@@ -401,20 +401,18 @@ async fn core_6_a_call_waiting_for_its_lane_says_so() {
         b.register(Patient(stopped.clone()));
     });
     let holder = tokio_util::sync::CancellationToken::new();
-    let first = {
+    let patient = |options: CallOptions| {
         let d = d.clone();
-        let options = CallOptions {
-            cancel: Some(holder.clone()),
-            ..CallOptions::default()
+        let call = ToolCall {
+            name: "patient".into(),
+            arguments: json!({}),
         };
-        tokio::spawn(async move {
-            let call = ToolCall {
-                name: "patient".into(),
-                arguments: json!({}),
-            };
-            d.dispatch_with(call, options).await
-        })
+        tokio::spawn(async move { d.dispatch_with(call, options).await })
     };
+    let first = patient(CallOptions {
+        cancel: Some(holder.clone()),
+        ..CallOptions::default()
+    });
     while d.inner.calls.is_empty() {
         tokio::task::yield_now().await;
     }
@@ -425,20 +423,10 @@ async fn core_6_a_call_waiting_for_its_lane_says_so() {
         let reports = reports.clone();
         Arc::new(move |p: Progress| reports.lock().unwrap().push(p.message))
     };
-    let second = {
-        let d = d.clone();
-        let options = CallOptions {
-            progress: Some(sink),
-            ..CallOptions::default()
-        };
-        tokio::spawn(async move {
-            let call = ToolCall {
-                name: "patient".into(),
-                arguments: json!({}),
-            };
-            d.dispatch_with(call, options).await
-        })
-    };
+    let second = patient(CallOptions {
+        progress: Some(sink),
+        ..CallOptions::default()
+    });
     while reports.lock().unwrap().is_empty() {
         tokio::task::yield_now().await;
     }
