@@ -78,6 +78,22 @@ impl Tool for Resolve {
         }
     }
 
+    /// The edit is pending, and for `accept` every file is still what was staged (AST-7): a
+    /// stale edit is rejected here, before any server is asked about its files.
+    async fn check(&self, input: &ResolveInput, workspace: &Workspace) -> Result<(), ToolError> {
+        let id = input.edit_id.trim();
+        let (number, files) = self.store.peek(id).map_err(ToolError::Failed)?;
+        if input.action == ResolveAction::Discard {
+            return Ok(());
+        }
+        let diverged = diverged(workspace, &files).await;
+        if diverged.is_empty() {
+            return Ok(());
+        }
+        self.store.finish(number, EditState::Rejected);
+        Err(stale(id, &diverged, files.len()))
+    }
+
     async fn call(
         &self,
         context: CallContext,
@@ -120,14 +136,7 @@ impl Tool for Resolve {
             Err(CommitError::Conflict { .. }) => {
                 self.store.finish(number, EditState::Rejected);
                 let diverged = diverged(workspace, &files).await;
-                return Err(ToolError::failed(format!(
-                    "rejected {id}: {} of {} file(s) changed since the edit was staged ({}); no \
-                     file was written. Run ast_edit again to stage the change against the \
-                     current files",
-                    diverged.len(),
-                    files.len(),
-                    diverged.join(", ")
-                )));
+                return Err(stale(&id, &diverged, files.len()));
             }
             Err(error) => {
                 self.store.finish(number, EditState::Rejected);
@@ -159,6 +168,16 @@ impl Tool for Resolve {
         .touching(files.into_iter().map(|f| f.path))
         .previously(previous))
     }
+}
+
+/// The refusal of an edit whose files moved on since it was staged.
+fn stale(id: &str, diverged: &[String], files: usize) -> ToolError {
+    ToolError::failed(format!(
+        "rejected {id}: {} of {files} file(s) changed since the edit was staged ({}); no file \
+         was written. Run ast_edit again to stage the change against the current files",
+        diverged.len(),
+        diverged.join(", ")
+    ))
 }
 
 /// The staged files whose content is no longer what was staged, as the model reads them.

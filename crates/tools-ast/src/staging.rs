@@ -44,33 +44,14 @@ impl EditStore {
     /// Takes a pending edit out for resolving, or says why it cannot be.
     pub(crate) fn take(&self, id: &str) -> Result<(u64, Vec<StagedFile>), String> {
         let mut edits = self.lock();
-        let number = id.strip_prefix("edit_").and_then(|n| n.parse::<u64>().ok());
-        let known = |edits: &BTreeMap<u64, EditState>| {
-            let pending: Vec<String> = edits_with(edits, |s| matches!(s, EditState::Pending(_)));
-            match pending.is_empty() {
-                true => "no edit is pending in this run; stage one with ast_edit".to_owned(),
-                false => format!("the pending edits are {}", pending.join(", ")),
-            }
-        };
-        let Some(number) = number.filter(|n| edits.contains_key(n)) else {
-            return Err(format!("unknown edit_id `{id}`: {}", known(&edits)));
-        };
-        match edits.insert(number, EditState::Rejected) {
-            Some(EditState::Pending(files)) => Ok((number, files)),
-            Some(previous) => {
-                let how = match previous {
-                    EditState::Accepted => "accepted",
-                    EditState::Discarded => "discarded",
-                    _ => "rejected",
-                };
-                edits.insert(number, previous);
-                Err(format!(
-                    "`{id}` was already {how}, so nothing was done; {}",
-                    known(&edits)
-                ))
-            }
-            None => Err(format!("unknown edit_id `{id}`: {}", known(&edits))),
-        }
+        let (number, files) = pending(&edits, id)?;
+        edits.insert(number, EditState::Rejected);
+        Ok((number, files))
+    }
+
+    /// A pending edit, left pending, or why it cannot be resolved.
+    pub(crate) fn peek(&self, id: &str) -> Result<(u64, Vec<StagedFile>), String> {
+        pending(&self.lock(), id)
     }
 
     /// The files of a pending edit, without taking it (empty when it is not pending).
@@ -94,6 +75,36 @@ impl EditStore {
         self.edits
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The pending edit `id` names, or why there is none.
+fn pending(edits: &BTreeMap<u64, EditState>, id: &str) -> Result<(u64, Vec<StagedFile>), String> {
+    let number = id.strip_prefix("edit_").and_then(|n| n.parse::<u64>().ok());
+    let known = || {
+        let pending: Vec<String> = edits_with(edits, |s| matches!(s, EditState::Pending(_)));
+        match pending.is_empty() {
+            true => "no edit is pending in this run; stage one with ast_edit".to_owned(),
+            false => format!("the pending edits are {}", pending.join(", ")),
+        }
+    };
+    let Some(number) = number.filter(|n| edits.contains_key(n)) else {
+        return Err(format!("unknown edit_id `{id}`: {}", known()));
+    };
+    match edits.get(&number) {
+        Some(EditState::Pending(files)) => Ok((number, files.clone())),
+        Some(previous) => {
+            let how = match previous {
+                EditState::Accepted => "accepted",
+                EditState::Discarded => "discarded",
+                _ => "rejected",
+            };
+            Err(format!(
+                "`{id}` was already {how}, so nothing was done; {}",
+                known()
+            ))
+        }
+        None => Err(format!("unknown edit_id `{id}`: {}", known())),
     }
 }
 

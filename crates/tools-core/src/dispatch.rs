@@ -1,5 +1,6 @@
 //! The one path every call takes, a model's or a bridge's (CORE-8): look up → surface check →
-//! argument decoding → approval gate → lane (CORE-6) → wrappers → the tool → output limits.
+//! argument decoding → the tool's own checks (refusals that need no resource) → approval gate
+//! → lane (CORE-6) → wrappers → the tool → output limits.
 //! Whatever happens inside, the caller gets a [`ToolResult`]; no panic escapes.
 //!
 //! Each call runs as a task of the dispatcher, not inside the caller's future: when the caller
@@ -399,6 +400,12 @@ impl Inner {
                 Err(error) => return ToolResult::error(&ToolError::Arguments(error)),
             };
         let spec = &registered.spec;
+        let writes = prepared.writes;
+        // Refusals that need no resource come before the card and every wrapper.
+        let run_call = match (prepared.check)(run.workspace.clone()).await {
+            Ok(run_call) => run_call,
+            Err(error) => return ToolResult::error(&error),
+        };
         if let Err(error) = self.approve(spec, &call, &origin, asker.as_ref()).await {
             return ToolResult::error(&error);
         }
@@ -471,13 +478,11 @@ impl Inner {
             .filter(|wrapper| wrapper.wraps(spec))
             .map(|wrapper| wrapper.as_ref())
             .collect();
-        let writes = prepared.writes;
-        let run = prepared.run;
         let innermost: Next<'_> = {
             let context = context.clone();
             Box::new(move || {
                 Box::pin(async move {
-                    match run(context).await {
+                    match run_call(context).await {
                         Ok(result) => result,
                         Err(error) => ToolResult::error(&error),
                     }

@@ -30,7 +30,7 @@ pub use crate::{
     registry::{Registry, RegistryBuilder, Run, Shutdown, ToolSpec},
     schema::{schema_for, schema_signature, type_signature},
     tier::{Surface, Tier},
-    tool::{AnyTool, Image, Lane, PreparedCall, Tool, ToolOutput, ToolResult, Writes},
+    tool::{AnyTool, Image, Lane, PreparedCall, RunCall, Tool, ToolOutput, ToolResult, Writes},
     workspace::{
         Change, CommitError, ContentHash, Expect, FileChange, Previous, Snapshot, UpdateError,
         Workspace, read_regular,

@@ -46,6 +46,21 @@ pub trait Tool: Send + Sync + 'static {
         Writes::default()
     }
 
+    /// Refusals that need no resource: the decoded arguments checked against the workspace as
+    /// it is now (a file that is missing or outside the workspace, text that does not occur
+    /// exactly once, a staged edit that went stale). Dispatch runs this before the approval
+    /// gate and every wrapper, so a call that cannot succeed costs no card, starts no
+    /// language server and waits for none. The call itself still checks again when it runs:
+    /// the workspace may change in between.
+    fn check(
+        &self,
+        input: &Self::Input,
+        workspace: &Workspace,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send {
+        let _ = (input, workspace);
+        async { Ok(()) }
+    }
+
     /// Whether a call with these arguments can run long enough to outlast a client's call
     /// timeout (a cell, a debugger `continue`, a wait on a worker): such calls may be answered
     /// as tasks, and keep their progress flowing (PROD-2).
@@ -201,14 +216,18 @@ pub struct Writes {
     pub more: bool,
 }
 
-/// A call whose arguments decoded, ready to run: what it will write, and the call itself.
+/// A call whose arguments decoded: what it will write, and the call itself, which runs
+/// [`Tool::check`] first and then hands back what runs it.
 pub struct PreparedCall {
     /// The files it declared (empty for tools that do not write).
     pub writes: Writes,
-    /// Runs it.
-    pub run:
-        Box<dyn FnOnce(CallContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send>,
+    /// Runs the tool's own [`Tool::check`] against the workspace; on success, the call.
+    pub check: Box<dyn FnOnce(Workspace) -> BoxFuture<'static, Result<RunCall, ToolError>> + Send>,
 }
+
+/// A checked call, ready to run with its context.
+pub type RunCall =
+    Box<dyn FnOnce(CallContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send>;
 
 impl Writes {
     /// The one file an argument names (nothing when it does not resolve inside the
@@ -346,25 +365,34 @@ impl<T: Tool> AnyTool for T {
             true => self.writes(&input, workspace),
             false => Writes::default(),
         };
-        let run = Box::new(move |context: CallContext| -> BoxFuture<'static, _> {
+        let check = Box::new(move |workspace: Workspace| -> BoxFuture<'static, _> {
             Box::pin(async move {
-                let output = self.call(context, input).await?;
-                let structured = serde_json::to_value(&output.structured).map_err(|error| {
-                    ToolError::Internal {
-                        tool: T::NAME.to_owned(),
-                        message: format!("the structured result did not serialise: {error}"),
-                    }
-                })?;
-                Ok(ToolResult {
-                    text: output.text,
-                    structured: Some(structured),
-                    images: output.images,
-                    is_error: false,
-                    touched: output.touched,
-                    previous: output.previous,
-                })
+                Tool::check(&*self, &input, &workspace).await?;
+                let run: RunCall = Box::new(move |context: CallContext| -> BoxFuture<'static, _> {
+                    Box::pin(async move {
+                        let output = self.call(context, input).await?;
+                        let structured =
+                            serde_json::to_value(&output.structured).map_err(|error| {
+                                ToolError::Internal {
+                                    tool: T::NAME.to_owned(),
+                                    message: format!(
+                                        "the structured result did not serialise: {error}"
+                                    ),
+                                }
+                            })?;
+                        Ok(ToolResult {
+                            text: output.text,
+                            structured: Some(structured),
+                            images: output.images,
+                            is_error: false,
+                            touched: output.touched,
+                            previous: output.previous,
+                        })
+                    })
+                });
+                Ok(run)
             })
         });
-        Ok(PreparedCall { writes, run })
+        Ok(PreparedCall { writes, check })
     }
 }

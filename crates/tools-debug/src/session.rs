@@ -535,7 +535,13 @@ impl Session {
                     }),
                     AdapterId::Delve => json!({
                         "request": "launch",
-                        "mode": if Path::new(&program).is_dir() { "debug" } else { "exec" },
+                        // A package folder or a `.go` file is built by delve; anything else
+                        // is taken for a binary built already.
+                        "mode": if Path::new(&program).is_dir() || program.ends_with(".go") {
+                            "debug"
+                        } else {
+                            "exec"
+                        },
                         "program": program,
                         "args": args,
                         "cwd": root,
@@ -609,6 +615,29 @@ impl Session {
                 command,
                 details: stderr_details(&self.adapter_stderr),
             },
+            // The reason a launch failed is often only in what the adapter printed first
+            // (delve's compiler output before its "Failed to launch").
+            Error::Refused {
+                adapter,
+                command,
+                message,
+            } if matches!(command.as_str(), "launch" | "attach") => {
+                let printed = self.lock().tail.iter().cloned().collect::<Vec<_>>();
+                let printed: Vec<String> = printed
+                    .into_iter()
+                    .filter(|line| !line.trim().is_empty())
+                    .collect();
+                let mut message = message;
+                if !printed.is_empty() {
+                    message.push_str(&format!("; it printed: {}", printed.join(" | ")));
+                }
+                message.push_str(&stderr_details(&self.adapter_stderr));
+                Error::Refused {
+                    adapter,
+                    command,
+                    message,
+                }
+            }
             other => other,
         }
     }

@@ -116,12 +116,35 @@ impl InFlight {
             Ok(Ok(response)) => Err(Error::Refused {
                 adapter,
                 command,
-                message: response
-                    .message
-                    .or_else(|| response.body["error"]["format"].as_str().map(str::to_owned))
-                    .unwrap_or_else(|| "no reason given".to_owned()),
+                message: refusal(&response),
             }),
         }
+    }
+}
+
+/// Why an adapter refused a request, in its own words: the error body's text (its `{name}`
+/// placeholders filled in) says more than the short `message` ("Failed to launch"), which is
+/// kept in front when the text does not already say it.
+fn refusal(response: &crate::dap::Response) -> String {
+    let error = &response.body["error"];
+    let detail = error["format"].as_str().map(|format| {
+        let mut text = format.to_owned();
+        if let Some(variables) = error["variables"].as_object() {
+            for (name, value) in variables {
+                let value = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                text = text.replace(&format!("{{{name}}}"), &value);
+            }
+        }
+        text
+    });
+    match (response.message.as_deref(), detail) {
+        (Some(message), Some(detail)) if detail.contains(message) => detail,
+        (Some(message), Some(detail)) => format!("{message}: {detail}"),
+        (Some(message), None) => message.to_owned(),
+        (None, Some(detail)) => detail,
+        (None, None) => "no reason given".to_owned(),
     }
 }
 

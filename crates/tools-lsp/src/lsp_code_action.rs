@@ -58,6 +58,17 @@ pub struct LspCodeAction {
     supervisor: LspSupervisor,
 }
 
+/// An empty title names no action.
+fn check_title(input: &LspCodeActionInput) -> Result<(), ToolError> {
+    match input.title.trim().is_empty() {
+        true => Err(ToolError::failed(
+            "`title` is empty: give the title of an action `lsp` with operation \
+             `code_actions` lists",
+        )),
+        false => Ok(()),
+    }
+}
+
 impl LspCodeAction {
     /// `lsp_code_action` over `supervisor`.
     pub fn new(supervisor: LspSupervisor) -> Self {
@@ -78,19 +89,32 @@ impl Tool for LspCodeAction {
         Writes::path(workspace, &input.file).and_more()
     }
 
+    /// The title, the file, its server and the symbol on the line, from the disk alone.
+    async fn check(
+        &self,
+        input: &LspCodeActionInput,
+        workspace: &Workspace,
+    ) -> Result<(), ToolError> {
+        check_title(input)?;
+        self.supervisor
+            .check_target(
+                workspace,
+                &input.file,
+                input.line,
+                &input.symbol,
+                input.occurrence,
+            )
+            .await
+    }
+
     async fn call(
         &self,
         context: CallContext,
         input: LspCodeActionInput,
     ) -> Result<ToolOutput<LspCodeActionOutput>, ToolError> {
         let workspace = context.workspace();
+        check_title(&input)?;
         let wanted = input.title.trim();
-        if wanted.is_empty() {
-            return Err(ToolError::failed(
-                "`title` is empty: give the title of an action `lsp` with operation \
-                 `code_actions` lists",
-            ));
-        }
         let (opened, target, _) = self
             .supervisor
             .open_at(

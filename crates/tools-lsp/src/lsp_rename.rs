@@ -82,6 +82,20 @@ pub struct LspRenameOutput {
     pub diagnostics: Option<tools_core::WriteDiagnostics>,
 }
 
+/// A new name that cannot be one.
+fn check_new_name(input: &LspRenameInput) -> Result<(), ToolError> {
+    let new_name = input.new_name.trim();
+    if new_name.is_empty() {
+        return Err(ToolError::failed("`new_name` is empty: give the new name"));
+    }
+    if new_name == input.symbol.trim() {
+        return Err(ToolError::failed(format!(
+            "`{new_name}` is already the name; nothing to rename"
+        )));
+    }
+    Ok(())
+}
+
 /// The `lsp_rename` tool, bound to the run's supervisor.
 pub struct LspRename {
     supervisor: LspSupervisor,
@@ -106,16 +120,28 @@ impl Tool for LspRename {
         Writes::path(workspace, &input.file).and_more()
     }
 
+    /// The new name, the file, its server and the symbol on the line, from the disk alone.
+    async fn check(&self, input: &LspRenameInput, workspace: &Workspace) -> Result<(), ToolError> {
+        check_new_name(input)?;
+        self.supervisor
+            .check_target(
+                workspace,
+                &input.file,
+                input.line,
+                &input.symbol,
+                input.occurrence,
+            )
+            .await
+    }
+
     async fn call(
         &self,
         context: CallContext,
         input: LspRenameInput,
     ) -> Result<ToolOutput<LspRenameOutput>, ToolError> {
         let workspace = context.workspace();
+        check_new_name(&input)?;
         let new_name = input.new_name.trim().to_owned();
-        if new_name.is_empty() {
-            return Err(ToolError::failed("`new_name` is empty: give the new name"));
-        }
         let (opened, target, position) = self
             .supervisor
             .open_at(

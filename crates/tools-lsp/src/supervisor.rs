@@ -329,13 +329,8 @@ impl LspSupervisor {
         symbol: &str,
         occurrence: Option<u32>,
     ) -> std::result::Result<(Opened, Target, TextDocumentPositionParams), ToolError> {
-        if let Ok(path) = workspace.resolve(file)
-            && let Ok(bytes) = tools_core::read_regular(&path)
-            && let Ok(text) = String::from_utf8(bytes)
-        {
-            locate(&text, line, symbol, occurrence, &workspace.display(&path))
-                .map_err(ToolError::failed)?;
-        }
+        self.check_target(workspace, file, line, symbol, occurrence)
+            .await?;
         let opened = self.open(workspace, file).await?;
         let target = locate(&opened.synced.text, line, symbol, occurrence, &opened.shown)
             .map_err(ToolError::failed)?;
@@ -353,6 +348,46 @@ impl LspSupervisor {
             ),
         };
         Ok((opened, target, position))
+    }
+
+    /// What can be refused about a position from the disk alone, before any server starts:
+    /// the path (PROD-5), the file, a server for its kind of file and a root for it, the
+    /// line and the symbol on it (LSP-3/4).
+    pub(crate) async fn check_target(
+        &self,
+        workspace: &Workspace,
+        file: &str,
+        line: u32,
+        symbol: &str,
+        occurrence: Option<u32>,
+    ) -> std::result::Result<(), ToolError> {
+        let path = workspace.resolve(file)?;
+        let shown = workspace.display(&path);
+        let spec = self.route(&path, &shown)?;
+        self.root(&spec, &path, &shown)?;
+        let (symbol, read_path) = (symbol.to_owned(), path.clone());
+        let text = tokio::task::spawn_blocking(move || tools_core::read_regular(&read_path))
+            .await
+            .map_err(|error| ToolError::failed(format!("reading {shown} stopped: {error}")))?;
+        let text = match text {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map_err(|_| ToolError::failed(format!("{shown} is not UTF-8 text")))?,
+            Err(_) if path.is_dir() => {
+                return Err(ToolError::failed(format!(
+                    "{shown} is a directory; give a source file"
+                )));
+            }
+            Err(_) if !path.exists() => {
+                return Err(ToolError::failed(format!(
+                    "{shown} does not exist; check the path (it is relative to the workspace \
+                     root)"
+                )));
+            }
+            Err(error) => return Err(ToolError::failed(format!("cannot read {shown}: {error}"))),
+        };
+        locate(&text, line, &symbol, occurrence, &shown)
+            .map(|_| ())
+            .map_err(ToolError::failed)
     }
 
     pub(crate) async fn open(

@@ -92,6 +92,13 @@ impl Tool for ApplyPatch {
         Writes { files, more: false }
     }
 
+    /// The patch parses and every hunk applies to the files as they are now.
+    async fn check(&self, input: &ApplyPatchInput, workspace: &Workspace) -> Result<(), ToolError> {
+        let patches = parse_patch(&input.patch).map_err(ToolError::Failed)?;
+        let workspace = workspace.clone();
+        super::blocking(move || plan(&workspace, &patches).map(|_| ())).await
+    }
+
     async fn call(
         &self,
         context: CallContext,

@@ -6,7 +6,7 @@ use tools_core::{
     CallContext, Change, FileChange, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
 };
 
-use super::{line_of, plural, read_snapshot, update_failed};
+use super::{blocking, line_of, plural, read_snapshot, update_failed};
 
 /// Replace an exact piece of text in a file.
 ///
@@ -60,6 +60,25 @@ impl Tool for Edit {
         Writes::path(workspace, &input.path)
     }
 
+    /// The path, the file and the match, as the call will find them.
+    async fn check(&self, input: &EditInput, workspace: &Workspace) -> Result<(), ToolError> {
+        check_strings(input)?;
+        let path = workspace.resolve(&input.path)?;
+        let shown = workspace.display(&path);
+        let workspace = workspace.clone();
+        let input = EditInput {
+            path: input.path.clone(),
+            old_string: input.old_string.clone(),
+            new_string: input.new_string.clone(),
+            replace_all: input.replace_all,
+        };
+        blocking(move || {
+            let (text, _) = read_snapshot(&workspace, &path)?;
+            replace_in(&text, &input, &shown).map(|_| ())
+        })
+        .await
+    }
+
     async fn call(
         &self,
         context: CallContext,
@@ -68,16 +87,7 @@ impl Tool for Edit {
         let workspace = context.workspace();
         let path = workspace.resolve(&input.path)?;
         let shown = workspace.display(&path);
-        if input.old_string.is_empty() {
-            return Err(ToolError::failed(
-                "`old_string` is empty: give the exact text to replace; to create or overwrite a whole file use write",
-            ));
-        }
-        if input.old_string == input.new_string {
-            return Err(ToolError::failed(
-                "`old_string` and `new_string` are the same, so the edit would change nothing",
-            ));
-        }
+        check_strings(&input)?;
         // Read, match and write as one step under the workspace's write lock, so a concurrent
         // writer either lands before this read or after this write — never in between.
         let (previous, (updated, starts, old, new)) = {
@@ -133,6 +143,21 @@ impl Tool for Edit {
         .touching([path])
         .previously(previous))
     }
+}
+
+/// What can be refused from the arguments alone.
+fn check_strings(input: &EditInput) -> Result<(), ToolError> {
+    if input.old_string.is_empty() {
+        return Err(ToolError::failed(
+            "`old_string` is empty: give the exact text to replace; to create or overwrite a whole file use write",
+        ));
+    }
+    if input.old_string == input.new_string {
+        return Err(ToolError::failed(
+            "`old_string` and `new_string` are the same, so the edit would change nothing",
+        ));
+    }
+    Ok(())
 }
 
 /// The text to replace and its replacement, in the file's own line endings, once `old_string`

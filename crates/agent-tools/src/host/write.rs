@@ -57,6 +57,11 @@ impl Tool for Write {
         Writes::path(workspace, &input.path)
     }
 
+    /// The path stays inside the workspace (PROD-5).
+    async fn check(&self, input: &WriteInput, workspace: &Workspace) -> Result<(), ToolError> {
+        workspace.resolve(&input.path).map(|_| ())
+    }
+
     async fn call(
         &self,
         context: CallContext,

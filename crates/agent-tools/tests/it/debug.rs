@@ -806,6 +806,47 @@ async fn dbg_5_delve_end_to_end_with_a_go_package() {
 }
 
 #[tokio::test]
+async fn dbg_5_a_go_file_that_does_not_build_says_what_the_compiler_said() {
+    if !delve_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            ("go.mod", "module example.com/broken\n\ngo 1.19\n"),
+            (
+                "main.go",
+                "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(average([]int{1, 2}))\n}\n",
+            ),
+            (
+                "agent-tools.toml",
+                "[debug]\nstart_timeout_seconds = 180\nstop_timeout_seconds = 180\n",
+            ),
+        ],
+    );
+    let server = start(root).await;
+    // A `.go` file is built by delve, as a package folder is; its build error is the reason.
+    for program in ["main.go", "."] {
+        let result = server
+            .call("debug", json!({"operation": "launch", "program": program}))
+            .await;
+        let shown = text(&result);
+        assert!(is_error(&result), "{shown}");
+        assert!(
+            shown.contains("delve refused `launch`: Failed to launch"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("main.go:6:14: undefined: average"),
+            "{shown}"
+        );
+    }
+    nothing_left(server).await;
+}
+
+#[tokio::test]
 async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pauses_it() {
     if !debugpy_available() {
         return;

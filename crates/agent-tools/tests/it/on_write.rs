@@ -365,3 +365,85 @@ async fn lsp_6_a_write_that_cannot_settle_says_so() {
             .contains("text")
     );
 }
+
+/// Whether any language server has a session in this run, from `lsp status`.
+async fn any_session(server: &Server) -> bool {
+    let status = server.call("lsp", json!({"operation": "status"})).await;
+    let servers = status.structured_content.unwrap()["servers"].clone();
+    servers.as_array().unwrap().iter().any(|s| {
+        s["sessions"]
+            .as_array()
+            .is_some_and(|list| !list.is_empty())
+    })
+}
+
+#[tokio::test]
+async fn lsp_6_refusals_that_need_no_server_start_none() {
+    if !basedpyright_available() {
+        return;
+    }
+    let (_dir, root) = rust_project();
+    write_files(
+        &root,
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"refusals\"\nversion = \"0.1.0\"\n",
+            ),
+            ("app/calls.py", "x = 1\nx = 1\n"),
+        ],
+    );
+    std::fs::write(root.join("agent-tools.toml"), on_write_config(&root)).unwrap();
+    let server = start(&root).await;
+    let refused = [
+        (
+            "edit",
+            json!({"path": "app/calls.py", "old_string": "x = 1", "new_string": "x = 2"}),
+            "`old_string` occurs 2 times in app/calls.py (lines 1, 2)",
+        ),
+        (
+            "edit",
+            json!({"path": "app/missing.py", "old_string": "a", "new_string": "b"}),
+            "app/missing.py does not exist",
+        ),
+        (
+            "write",
+            json!({"path": "../outside.py", "content": "x = 1\n"}),
+            "outside",
+        ),
+        (
+            "lsp_rename",
+            json!({"file": "app/calls.py", "line": 1, "symbol": "y", "new_name": "z"}),
+            "line 1 of app/calls.py has no `y`",
+        ),
+    ];
+    for (tool, arguments, expected) in refused {
+        let result = server.call(tool, arguments.clone()).await;
+        let shown = text(&result);
+        assert!(is_error(&result), "{tool} {arguments} ran: {shown}");
+        assert!(shown.contains(expected), "{tool} {arguments}: {shown}");
+    }
+    // A staged edit whose file changed behind it is rejected before any server is asked.
+    let staged = server
+        .call(
+            "ast_edit",
+            json!({"pattern": "x = 1", "rewrite": "x = 3", "path": "app/calls.py"}),
+        )
+        .await;
+    assert!(!is_error(&staged), "{}", text(&staged));
+    std::fs::write(root.join("app/calls.py"), "x = 1\nx = 1\ny = 2\n").unwrap();
+    let stale = server
+        .call("resolve", json!({"edit_id": "edit_1", "action": "accept"}))
+        .await;
+    assert!(is_error(&stale), "{}", text(&stale));
+    assert!(
+        text(&stale)
+            .starts_with("rejected edit_1: 1 of 1 file(s) changed since the edit was staged"),
+        "{}",
+        text(&stale)
+    );
+    assert!(
+        !any_session(&server).await,
+        "a refusal started a language server"
+    );
+}

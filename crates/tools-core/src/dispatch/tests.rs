@@ -911,3 +911,72 @@ async fn shutdown_cancels_calls_then_stops_resources_within_its_bound() {
     let refused = call(&d, "peek", json!({"text": "x"})).await;
     assert_eq!(refused.text, "`peek` was not run: the run is shutting down");
 }
+
+/// Writes only when told to; refuses `"no"` before anything else happens.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GuardedInput {
+    /// `no` is refused by the check.
+    text: String,
+}
+
+struct Guarded {
+    ran: Arc<AtomicUsize>,
+}
+impl Tool for Guarded {
+    type Input = GuardedInput;
+    type Output = Echo;
+    const NAME: &'static str = "poke";
+    const TITLE: &'static str = "Guarded poke";
+    const TIER: Tier = Tier::Write;
+    async fn check(&self, input: &GuardedInput, _: &Workspace) -> Result<(), ToolError> {
+        match input.text.as_str() {
+            "no" => Err(ToolError::failed("`text` is `no`: nothing to poke")),
+            _ => Ok(()),
+        }
+    }
+    async fn call(
+        &self,
+        _: CallContext,
+        input: GuardedInput,
+    ) -> Result<ToolOutput<Echo>, ToolError> {
+        self.ran.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::new(
+            input.text.clone(),
+            Echo { text: input.text },
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_check_refuses_before_the_card_and_every_wrapper() {
+    let scripted = Arc::new(Scripted {
+        answer: Answer::Answered {
+            selected: vec!["allow".into()],
+            text: None,
+        },
+        seen: Default::default(),
+    });
+    let questions = Arc::new(Questions::new(
+        Arc::clone(&scripted) as Arc<dyn QuestionPort>,
+        Duration::from_secs(5),
+    ));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let mut builder = RegistryBuilder::new(run(Some(questions)));
+    builder
+        .register(Guarded {
+            ran: Arc::clone(&ran),
+        })
+        .wrap(Arc::new(Suffix(" +wrapped")));
+    let d = Dispatcher::new(builder.build(), DispatcherOptions::default());
+    let refused = call(&d, "poke", json!({"text": "no"})).await;
+    assert!(refused.is_error);
+    assert_eq!(refused.text, "`text` is `no`: nothing to poke");
+    assert!(scripted.seen.lock().unwrap().is_empty(), "a card was shown");
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    // A call that passes its check is asked about, wrapped and run as before.
+    let done = call(&d, "poke", json!({"text": "yes"})).await;
+    assert_eq!(done.text, "yes +wrapped");
+    assert_eq!(scripted.seen.lock().unwrap().len(), 1);
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
