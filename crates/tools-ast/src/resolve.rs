@@ -52,7 +52,7 @@ pub struct ResolveOutput {
     /// What the project's language servers found in the written files (diagnostics on write,
     /// LSP-6); present only when a server covers one of them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<tools_core::WriteDiagnostics>,
+    pub diagnostics: Option<tools_core::WriteReport>,
 }
 
 /// The `resolve` tool.

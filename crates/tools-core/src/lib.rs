@@ -35,5 +35,5 @@ pub use crate::{
         Change, CommitError, ContentHash, Expect, FileChange, Previous, Snapshot, UpdateError,
         Workspace, read_regular,
     },
-    written::{CheckedFile, WriteDiagnostics, WrittenDiagnostic},
+    written::{FileReport, FileState, IntroducedDiagnostic, UncheckedDependents, WriteReport},
 };

@@ -1,47 +1,85 @@
 //! What diagnostics on write (LSP-6) adds to the result of a tool that writes files.
 //!
-//! Every writing tool (`write`, `edit`, `apply_patch`, `lsp_rename`, `resolve`) carries an
-//! optional [`WriteDiagnostics`] in its structured output. The tool itself always leaves it
-//! out; the language-server family's wrapper fills it in after the write, so the field is part
-//! of each tool's output schema whether or not a server is bound to the run.
+//! Every writing tool (`write`, `edit`, `apply_patch`, `lsp_rename`, `lsp_code_action`,
+//! `resolve`) carries an optional [`WriteReport`] in its structured output. The tool itself
+//! always leaves it out; the language-server family's wrapper fills it in after the write, so
+//! the field is part of each tool's output schema whether or not a server is bound to the
+//! run. The report is a value: the text under the tool's own answer is rendered from it, so
+//! a client that shows the model only the structured content shows the same thing.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The language servers' verdict on the files a call wrote.
+/// The language servers' verdict on a write: every written file a server covers with its
+/// state, the files the write did not touch in which it introduced diagnostics, and the
+/// files that may depend on it but were not checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct WriteDiagnostics {
-    /// Diagnostics this call introduced (not reported before in this run), errors first;
-    /// warnings only when the run is configured to report them.
-    pub introduced: Vec<WrittenDiagnostic>,
-    /// Introduced diagnostics left out by the per-file cap, over all files.
-    pub omitted: usize,
-    /// Each written file a server covers, with its state after the write: checked (with
-    /// its error count) or not checked (and why). A file no server covers is not listed.
-    pub files: Vec<CheckedFile>,
-    /// Diagnostics this call introduced in files it did not write (a changed signature
-    /// breaks its callers), at most 10 over all files, spread across them.
+pub struct WriteReport {
+    /// Each written file a server covers: checked (with what the write introduced there)
+    /// or not checked (and why). A file no server covers is not listed.
+    pub files: Vec<FileReport>,
+    /// Each file the write did not touch in which it introduced diagnostics (a changed
+    /// signature breaks its callers), in path order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fallout: Vec<WrittenDiagnostic>,
-    /// Each file the call did not write in which it introduced diagnostics, with how many.
+    pub fallout: Vec<FileReport>,
+    /// Files that may depend on a written one but were not checked (a time budget ran out,
+    /// no compilation database), per server and reason: the fallout may be incomplete.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fallout_files: Vec<CheckedFile>,
-    /// Files whose server did not settle in time, and other things the reader must know.
+    pub unchecked_dependents: Vec<UncheckedDependents>,
+    /// Other things the reader must know.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
-/// One diagnostic a write introduced.
+/// One file as its language server saw it after the write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct WrittenDiagnostic {
+pub struct FileReport {
     /// The file, workspace-relative.
     pub path: String,
+    /// The server that checked it (or would have).
+    pub server: String,
+    /// Whether it was checked.
+    pub state: FileState,
+    /// Why it was not checked (the server is not installed, the file is in no crate, the
+    /// server crashed or did not finish in time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How it was checked when not on its own: a header is judged through the files that
+    /// include it (`through 3 files that include it`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_through: Option<String>,
+    /// Errors in the file now, old and new (0 when not checked).
+    pub errors: usize,
+    /// Warnings in the file now, old and new.
+    pub warnings: usize,
+    /// Diagnostics this write introduced in the file (errors; warnings too when the run
+    /// reports them), listed or not.
+    pub introduced: usize,
+    /// The introduced diagnostics that are listed, errors first; the rest are counted in
+    /// `introduced`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listed: Vec<IntroducedDiagnostic>,
+}
+
+/// Whether a file's server answered for the text the write left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FileState {
+    /// The server answered for the written text.
+    Checked,
+    /// It did not; `reason` says why.
+    NotChecked,
+}
+
+/// One diagnostic a write introduced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct IntroducedDiagnostic {
     /// 1-based line.
     pub line: u32,
     /// `error` or `warning`.
     pub severity: String,
     /// The server's code for it, e.g. `E0308` or `reportAttributeAccessIssue`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// The message, on one line.
     pub message: String,
@@ -49,27 +87,48 @@ pub struct WrittenDiagnostic {
     pub text: String,
 }
 
-/// A written file as its language server saw it once it settled.
+/// Files that may depend on what a write changed but were not checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct CheckedFile {
-    /// The file, workspace-relative.
-    pub path: String,
-    /// The server that checked it.
+pub struct UncheckedDependents {
+    /// The server that would have checked them.
     pub server: String,
-    /// Whether the server finished checking the file within the wait; when false the file
-    /// was not checked, the counts are zero, and `unchecked` says why.
-    pub settled: bool,
-    /// Errors in the file now, old and new.
-    pub errors: usize,
-    /// Warnings in the file now, old and new.
-    pub warnings: usize,
-    /// Diagnostics this call introduced in the file, listed or not.
-    #[serde(default)]
-    pub introduced: usize,
-    /// Diagnostics this call introduced in the file beyond the cap, not listed.
-    pub omitted: usize,
-    /// Why the file was not checked (the server is not installed, the file is in no crate,
-    /// the server crashed or did not finish in time).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unchecked: Option<String>,
+    /// How many.
+    pub count: usize,
+    /// Why not.
+    pub reason: String,
+    /// A few of them, workspace-relative.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample: Vec<String>,
+}
+
+impl FileReport {
+    /// A file that was checked, with nothing introduced yet.
+    pub fn checked(path: String, server: String, errors: usize, warnings: usize) -> Self {
+        FileReport {
+            path,
+            server,
+            state: FileState::Checked,
+            reason: None,
+            checked_through: None,
+            errors,
+            warnings,
+            introduced: 0,
+            listed: Vec::new(),
+        }
+    }
+
+    /// A file that was not checked, and why.
+    pub fn not_checked(path: String, server: String, reason: String) -> Self {
+        FileReport {
+            path,
+            server,
+            state: FileState::NotChecked,
+            reason: Some(reason),
+            checked_through: None,
+            errors: 0,
+            warnings: 0,
+            introduced: 0,
+            listed: Vec::new(),
+        }
+    }
 }

@@ -18,6 +18,8 @@ use async_lsp::router::Router;
 use async_lsp::{AnyNotification, AnyRequest, ErrorCode, MainLoop, ResponseError, ServerSocket};
 use serde_json::{Value, json};
 
+use crate::servers::Check;
+
 /// How many server messages (errors and warnings it showed or logged) are kept.
 const MESSAGES_KEPT: usize = 10;
 
@@ -26,8 +28,8 @@ pub(crate) struct Shared {
     root_uri: Url,
     root_name: String,
     settings: Option<Value>,
-    /// The progress-token prefix of the check the server runs on save, if it runs one.
-    check_token: Option<String>,
+    /// The project-wide check the server runs by itself, if any.
+    check: Check,
     /// The log line that says the server is ready (`Readiness::Logged`).
     ready_log: Option<&'static str>,
     state: Mutex<ClientState>,
@@ -46,11 +48,15 @@ pub(crate) struct ClientState {
     /// The last `publishDiagnostics` per file, with how many there were (LSP-6 waits on
     /// the counter for a publish that is newer than its write).
     pub(crate) diagnostics: HashMap<Url, Published>,
+    /// How many publishes there have been, for any file.
+    pub(crate) publishes: u64,
     /// Errors and warnings the server showed or logged, newest last.
     pub(crate) messages: VecDeque<String>,
     /// How many on-save checks (rust-analyzer's flycheck) have begun; a write waits for one
     /// that began after its save to end (LSP-6).
     pub(crate) checks_begun: u64,
+    /// How many of them have ended.
+    pub(crate) checks_ended: u64,
     /// Why the connection ended, once it has.
     pub(crate) ended: Option<String>,
     /// Whether the server logged the line its readiness waits for (`Readiness::Logged`).
@@ -82,6 +88,14 @@ impl Progress {
     }
 }
 
+/// The server's own checks so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Checks {
+    pub(crate) begun: u64,
+    pub(crate) ended: u64,
+    pub(crate) running: bool,
+}
+
 /// rust-analyzer's own status report.
 #[derive(Debug, Clone)]
 pub(crate) struct ServerStatus {
@@ -105,14 +119,14 @@ impl Shared {
         root_uri: Url,
         root_name: String,
         settings: Option<Value>,
-        check_token: Option<String>,
+        check: Check,
         ready_log: Option<&'static str>,
     ) -> Arc<Self> {
         Arc::new(Shared {
             root_uri,
             root_name,
             settings,
-            check_token,
+            check,
             ready_log,
             state: Mutex::new(ClientState::default()),
             changed: tokio::sync::watch::channel(0).0,
@@ -148,14 +162,18 @@ impl Shared {
         self.state().diagnostics.get(uri).map_or(0, |p| p.count)
     }
 
-    /// How many on-save checks have begun, and whether one is running now.
-    pub(crate) fn checks(&self) -> (u64, bool) {
+    /// How many of the server's own checks have begun and ended, and whether one runs now.
+    pub(crate) fn checks(&self) -> Checks {
         let state = self.state();
-        let running = self
-            .check_token
-            .as_deref()
-            .is_some_and(|prefix| state.progress.keys().any(|token| token.starts_with(prefix)));
-        (state.checks_begun, running)
+        let running = state
+            .progress
+            .keys()
+            .any(|token| self.check.is_check_token(token));
+        Checks {
+            begun: state.checks_begun,
+            ended: state.checks_ended,
+            running,
+        }
     }
 
     /// Every file's last publish, as things stand now.
@@ -187,6 +205,68 @@ impl Shared {
             {
                 let state = self.state();
                 if state.diagnostics.get(uri).is_some_and(|p| p.count > after) {
+                    return true;
+                }
+                if state.ended.is_some() {
+                    return false;
+                }
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return false,
+            }
+        }
+    }
+
+    /// Waits until `deadline` for a publish for `uri` after the `after`th that is for
+    /// document `version`: a publish without a version (clangd's empty one when a document
+    /// is closed) is not the answer for the text just opened.
+    pub(crate) async fn wait_version_until(
+        &self,
+        uri: &Url,
+        after: u64,
+        version: i32,
+        deadline: tokio::time::Instant,
+    ) -> bool {
+        let mut changes = self.subscribe();
+        loop {
+            {
+                let state = self.state();
+                if state
+                    .diagnostics
+                    .get(uri)
+                    .is_some_and(|p| p.count > after && p.version == Some(version))
+                {
+                    return true;
+                }
+                if state.ended.is_some() {
+                    return false;
+                }
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return false,
+            }
+        }
+    }
+
+    /// How many publishes the server has sent, for any file.
+    pub(crate) fn total_publishes(&self) -> u64 {
+        self.state().publishes
+    }
+
+    /// Waits until the server has published more than `after` times in all (any file), or
+    /// `deadline`; whether it did.
+    pub(crate) async fn wait_any_publish_until(
+        &self,
+        after: u64,
+        deadline: tokio::time::Instant,
+    ) -> bool {
+        let mut changes = self.subscribe();
+        loop {
+            {
+                let state = self.state();
+                if state.publishes > after {
                     return true;
                 }
                 if state.ended.is_some() {
@@ -270,10 +350,7 @@ impl Shared {
                 };
                 let value = params.get("value").cloned().unwrap_or_default();
                 let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-                let is_check = self
-                    .check_token
-                    .as_deref()
-                    .is_some_and(|prefix| token.starts_with(prefix));
+                let is_check = self.check.is_check_token(&token);
                 match value.get("kind").and_then(Value::as_str) {
                     Some("begin") | Some("report") => self.update(|state| {
                         if is_check && value.get("kind").and_then(Value::as_str) == Some("begin") {
@@ -292,7 +369,8 @@ impl Shared {
                         }
                     }),
                     Some("end") => self.update(|state| {
-                        if is_check {
+                        if is_check && state.progress.contains_key(&token) {
+                            state.checks_ended += 1;
                             tracing::debug!(%token, "check ended");
                         }
                         state.progress.remove(&token);
@@ -350,7 +428,9 @@ impl Shared {
                     .and_then(Value::as_i64)
                     .and_then(|v| i32::try_from(v).ok());
                 tracing::debug!(%uri, ?version, count = diagnostics.len(), "diagnostics published");
+                tracing::trace!(%uri, diagnostics = ?diagnostics.iter().map(|d| (d.range.start.line, d.severity, &d.message)).collect::<Vec<_>>(), "published");
                 self.update(|state| {
+                    state.publishes += 1;
                     let entry = state.diagnostics.entry(uri).or_default();
                     entry.count += 1;
                     entry.version = version;
@@ -551,7 +631,9 @@ mod tests {
             Url::parse("file:///project").unwrap(),
             "project".into(),
             settings,
-            Some("rust-analyzer/flycheck".into()),
+            Check::OnSave {
+                token_prefix: "rust-analyzer/flycheck".into(),
+            },
             None,
         )
     }
@@ -570,7 +652,7 @@ mod tests {
             Url::parse("file:///project").unwrap(),
             "project".into(),
             None,
-            None,
+            Check::None,
             Some("source file"),
         );
         shared.take(&notification(

@@ -13,7 +13,6 @@ use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace, Writ
 
 pub use crate::apply::RenamedFile;
 use crate::apply::apply_edit;
-use crate::fallout::word_positions;
 use crate::render::{Place, plural, quote};
 use crate::servers::ServerSpec;
 use crate::supervisor::LspSupervisor;
@@ -79,7 +78,7 @@ pub struct LspRenameOutput {
     /// What the project's language servers found in the written files (diagnostics on write,
     /// LSP-6); present only when a server covers one of them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<tools_core::WriteDiagnostics>,
+    pub diagnostics: Option<tools_core::WriteReport>,
 }
 
 /// A new name that cannot be one.
@@ -369,6 +368,16 @@ fn remaining_uses(
         }
     }
     (listed, total)
+}
+
+/// The byte offsets in `text` where `word` occurs as a whole identifier.
+fn word_positions<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_' || ch == '$';
+    text.match_indices(word).filter_map(move |(start, _)| {
+        let before = text[..start].chars().next_back();
+        let after = text[start + word.len()..].chars().next();
+        (!before.is_some_and(ident) && !after.is_some_and(ident)).then_some(start)
+    })
 }
 
 #[cfg(test)]

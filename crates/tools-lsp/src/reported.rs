@@ -10,7 +10,11 @@
 //! that did not have the key before are the ones listed.
 //!
 //! Each fresh publish replaces the file's counts, so a key the publish no longer contains is
-//! forgotten, and an error that is fixed and later comes back is reported again.
+//! forgotten, and an error that is fixed and later comes back is reported again — unless it
+//! was only hidden (SPEC section 11): a write that introduces errors can stop a checker from
+//! reaching others (a library that no longer compiles hides its tests' and benches' errors),
+//! so a count that falls in such a write is held, and the errors' return when the break is
+//! undone is not news. A count that falls in a write that introduced nothing is a fix.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -44,11 +48,13 @@ impl Key {
 }
 
 /// One file's diagnostics as last taken: each key with the 0-based lines it occurs on (one
-/// entry per occurrence), and the text those lines are lines of.
+/// entry per occurrence), the text those lines are lines of, and the counts held above them
+/// for keys a write may only have hidden.
 #[derive(Debug, Default)]
 struct FileEntry {
     keys: HashMap<Key, Vec<u32>>,
     text: Option<Arc<str>>,
+    held: HashMap<Key, usize>,
 }
 
 impl FileEntry {
@@ -59,8 +65,28 @@ impl FileEntry {
                 .or_default()
                 .push(diagnostic.range.start.line);
         }
-        FileEntry { keys, text }
+        FileEntry {
+            keys,
+            text,
+            held: HashMap::new(),
+        }
     }
+
+    /// How many of `key` the run knows of: what the file has, or what was held above it.
+    fn known(&self, key: &Key) -> usize {
+        let now = self.keys.get(key).map_or(0, Vec::len);
+        now.max(self.held.get(key).copied().unwrap_or(0))
+    }
+}
+
+/// Whether the write whose diagnostics are being taken introduced errors anywhere its server
+/// checks: then counts that fell may only be hidden, and are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hiding {
+    /// The write introduced no error: a count that fell is a fix.
+    Fixes,
+    /// The write introduced errors: a count that fell is held.
+    MayHide,
 }
 
 /// What a fresh publish introduced in one file.
@@ -102,16 +128,17 @@ impl Reported {
             .or_insert_with(|| FileEntry::of(diagnostics, text));
     }
 
-    /// Takes a fresh publish for `path` about `text`: returns what it introduced and makes
-    /// it the file's new state.
-    pub(crate) fn introduced<'a>(
-        &mut self,
+    /// What a fresh publish for `path` about `text` introduced, without taking it: for each
+    /// key whose count rose above what the run knows, as many as it rose by.
+    pub(crate) fn assess<'a>(
+        &self,
         path: &Path,
         diagnostics: &'a [Diagnostic],
-        text: Option<Arc<str>>,
+        text: Option<&Arc<str>>,
     ) -> Introduced<'a> {
-        let before = self.files.remove(path).unwrap_or_default();
-        let carried = match (&before.text, &text) {
+        let empty = FileEntry::default();
+        let before = self.files.get(path).unwrap_or(&empty);
+        let carried = match (&before.text, text) {
             (Some(old), Some(new)) => Some(line_map(old, new)),
             _ => None,
         };
@@ -130,7 +157,7 @@ impl Reported {
         for key in &order {
             let occurrences = &now[key];
             let old_lines = before.keys.get(key).map(Vec::as_slice).unwrap_or_default();
-            let rise = occurrences.len().saturating_sub(old_lines.len());
+            let rise = occurrences.len().saturating_sub(before.known(key));
             if rise == 0 {
                 continue;
             }
@@ -161,11 +188,47 @@ impl Reported {
             new_indices.extend(fresh);
         }
         new_indices.sort_unstable();
-        self.files
-            .insert(path.to_path_buf(), FileEntry::of(diagnostics, text));
         Introduced {
             diagnostics: new_indices.into_iter().map(|i| &diagnostics[i]).collect(),
         }
+    }
+
+    /// Makes a fresh publish the file's state. A key whose count fell below what the run
+    /// knows is held at that count when the write may have hidden it, and let go otherwise.
+    pub(crate) fn take(
+        &mut self,
+        path: &Path,
+        diagnostics: &[Diagnostic],
+        text: Option<Arc<str>>,
+        hiding: Hiding,
+    ) {
+        let before = self.files.remove(path).unwrap_or_default();
+        let mut entry = FileEntry::of(diagnostics, text);
+        if hiding == Hiding::MayHide {
+            let keys = before.keys.keys().chain(before.held.keys());
+            for key in keys {
+                let known = before.known(key);
+                let now = entry.keys.get(key).map_or(0, Vec::len);
+                if known > now {
+                    entry.held.insert(key.clone(), known);
+                }
+            }
+        }
+        self.files.insert(path.to_path_buf(), entry);
+    }
+
+    /// [`Reported::assess`] and [`Reported::take`] in one step, for a write that fixes
+    /// whatever it no longer shows.
+    #[cfg(test)]
+    pub(crate) fn introduced<'a>(
+        &mut self,
+        path: &Path,
+        diagnostics: &'a [Diagnostic],
+        text: Option<Arc<str>>,
+    ) -> Introduced<'a> {
+        let found = self.assess(path, diagnostics, text.as_ref());
+        self.take(path, diagnostics, text, Hiding::Fixes);
+        found
     }
 }
 
@@ -397,6 +460,33 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(lines_of(reported.introduced(path, &two, text(10))), [7]);
+    }
+
+    #[test]
+    fn lsp_7_errors_a_broken_build_hid_are_not_new_when_it_is_repaired() {
+        let mut reported = Reported::default();
+        let bench = Path::new("benches/parse.rs");
+        let feature = [error(
+            0,
+            "E0554",
+            "`#![feature]` may not be used on the stable channel",
+        )];
+        reported.baseline(bench, &feature, None);
+        // The library breaks, so the bench is not compiled: its error is gone, hidden.
+        let hidden = reported.assess(bench, &[], None);
+        assert!(hidden.diagnostics.is_empty());
+        reported.take(bench, &[], None, Hiding::MayHide);
+        // The break is undone: the bench's error is back, and was there before the run.
+        assert!(
+            reported
+                .assess(bench, &feature, None)
+                .diagnostics
+                .is_empty()
+        );
+        reported.take(bench, &feature, None, Hiding::Fixes);
+        // A real fix (nothing new anywhere), then the error again: that is news.
+        reported.take(bench, &[], None, Hiding::Fixes);
+        assert_eq!(reported.assess(bench, &feature, None).diagnostics.len(), 1);
     }
 
     #[test]

@@ -39,11 +39,12 @@ pub(crate) struct ServerSpec {
     /// Whether a file's diagnostics are asked for rather than taken from the last publish:
     /// an answer is about the text just sent, with no guessing about publish timing.
     pub(crate) pull: Pull,
-    /// The progress-token prefix of the check the server runs when a file is saved
-    /// (rust-analyzer's `cargo check`, its "flycheck"): diagnostics on write waits for that
-    /// check to end, since until then the server's publishes carry the previous check's
+    /// The project-wide check the server runs by itself after a change, which diagnostics on
+    /// write waits for: until it ends, the server's publishes carry the previous check's
     /// findings (LSP-6).
-    pub(crate) check_progress: Option<String>,
+    pub(crate) check: Check,
+    /// How the files a write did not touch but may have broken are found (SPEC section 11).
+    pub(crate) reach: Reach,
     /// What to tell someone whose machine lacks the binary.
     pub(crate) install_hint: String,
 }
@@ -65,6 +66,46 @@ pub(crate) enum Pull {
     /// passes (syntax first, types later, nothing when a pass finds what it found before),
     /// so no publish says it is the last.
     TsServer,
+}
+
+/// A project-wide check a server runs by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// None: a file's diagnostics come when it is synced.
+    None,
+    /// A check that starts when a file is saved (rust-analyzer's `cargo check`, its
+    /// "flycheck"), known by the prefix of its work-done progress token.
+    OnSave { token_prefix: String },
+    /// Analysis that runs whenever a file changes, saved or not, until no file it depends on
+    /// is left unchecked (basedpyright in workspace mode); every work-done progress the
+    /// server reports is that analysis.
+    OnChange,
+}
+
+impl Check {
+    /// Whether a progress token is this check's.
+    pub(crate) fn is_check_token(&self, token: &str) -> bool {
+        match self {
+            Check::None => false,
+            Check::OnSave { token_prefix } => token.starts_with(token_prefix.as_str()),
+            Check::OnChange => true,
+        }
+    }
+}
+
+/// How the files a write did not touch are reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// The server's own check covers the project and publishes every file it checked
+    /// (rust-analyzer's `cargo check`, basedpyright in workspace mode): the files it
+    /// published about while checking the write are the ones.
+    Publishes,
+    /// The files that import a written one, transitively, as the server resolves imports
+    /// (tsserver's `fileReferences`), each asked for its diagnostics.
+    Importers,
+    /// The translation units that include a written header, directly or through other
+    /// headers, from the compilation database: each is rebuilt against the header.
+    Includers,
 }
 
 pub(crate) use tools_process::RootRule;
@@ -178,7 +219,10 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::ServerStatus,
             watches_files: true,
             pull: Pull::Analysis,
-            check_progress: Some("rust-analyzer/flycheck".into()),
+            check: Check::OnSave {
+                token_prefix: "rust-analyzer/flycheck".into(),
+            },
+            reach: Reach::Publishes,
             install_hint: "install it with `rustup component add rust-analyzer`".into(),
         },
         ServerSpec {
@@ -221,11 +265,19 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             }),
             env: BTreeMap::new(),
             initialization_options: None,
-            settings: None,
+            // Workspace mode: the server checks every file of the project, as the CLI does,
+            // re-checks the importers of a changed file through its own import graph (stubs
+            // and `*` re-exports included), and publishes each file it checked — the whole
+            // project's truth after a write, not only the open files'.
+            settings: Some(json!({
+                "basedpyright": { "analysis": { "diagnosticMode": "workspace" } },
+                "python": { "analysis": { "diagnosticMode": "workspace" } }
+            })),
             readiness: Readiness::Logged("source file"),
             watches_files: false,
             pull: Pull::Lsp,
-            check_progress: None,
+            check: Check::OnChange,
+            reach: Reach::Publishes,
             install_hint:
                 "install it into the project's virtualenv with `pip install basedpyright` \
                            (`pip install pyright` works too)"
@@ -259,7 +311,8 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::FirstIdle,
             watches_files: false,
             pull: Pull::TsServer,
-            check_progress: None,
+            check: Check::None,
+            reach: Reach::Importers,
             install_hint: "install it with `npm install -g typescript-language-server typescript` \
                            (or into the project's node_modules)"
                 .into(),
@@ -300,7 +353,8 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::Immediate,
             watches_files: false,
             pull: Pull::None,
-            check_progress: None,
+            check: Check::None,
+            reach: Reach::Includers,
             install_hint: "install clangd from your distribution (e.g. `apt-get install clangd`)"
                 .into(),
         },
@@ -323,7 +377,8 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::FirstIdle,
             watches_files: false,
             pull: Pull::None,
-            check_progress: None,
+            check: Check::None,
+            reach: Reach::Publishes,
             install_hint: "install it with `go install golang.org/x/tools/gopls@latest`".into(),
         },
         ServerSpec {
@@ -342,7 +397,8 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             readiness: Readiness::FirstIdle,
             watches_files: false,
             pull: Pull::None,
-            check_progress: None,
+            check: Check::None,
+            reach: Reach::Publishes,
             install_hint: "install the Dart or Flutter SDK so that `dart` is on PATH".into(),
         },
     ]
@@ -444,7 +500,7 @@ fn apply(spec: &mut ServerSpec, change: &ServerOverride) -> Result<()> {
     if check_on_save(&spec.settings, &["rust-analyzer", "checkOnSave"]) == Some(false)
         || check_on_save(&spec.initialization_options, &["checkOnSave"]) == Some(false)
     {
-        spec.check_progress = None;
+        spec.check = Check::None;
     }
     Ok(())
 }
@@ -479,7 +535,8 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
         readiness: Readiness::FirstIdle,
         watches_files: false,
         pull: Pull::None,
-        check_progress: None,
+        check: Check::None,
+        reach: Reach::Publishes,
         install_hint: format!("install it, or fix [lsp.servers.{name}] command in the config"),
     };
     apply(&mut spec, change)?;

@@ -193,7 +193,7 @@ impl Session {
             root_uri.clone(),
             root_name.clone(),
             spec.settings.clone(),
-            spec.check_progress.clone(),
+            spec.check.clone(),
             match spec.readiness {
                 Readiness::Logged(needle) => Some(needle),
                 _ => None,
@@ -653,9 +653,79 @@ impl Session {
             .map(|(_, text)| Arc::clone(text))
     }
 
-    /// The paths of the documents the server has open.
-    pub(crate) async fn open_paths(&self) -> Vec<PathBuf> {
-        self.documents.lock().await.keys().cloned().collect()
+    /// Whether the server has `path` open.
+    pub(crate) async fn is_open(&self, path: &Path) -> bool {
+        self.documents.lock().await.contains_key(path)
+    }
+
+    /// Closes `path` if the server has it open, so the next sync opens it afresh (clangd
+    /// rebuilds a reopened file against headers that changed on disk).
+    pub(crate) async fn close(&self, path: &Path) {
+        let mut documents = self.documents.lock().await;
+        if documents.remove(path).is_some()
+            && let Ok(uri) = Url::from_file_path(path)
+        {
+            self.connection
+                .notify::<DidCloseTextDocument>(DidCloseTextDocumentParams {
+                    text_document: TextDocumentIdentifier { uri },
+                });
+        }
+    }
+
+    /// The files of `paths` that import each of them, transitively (tsserver's
+    /// `fileReferences` followed breadth first), in the order found, at most `cap`; with
+    /// whether more were left out. `None` when the server cannot say.
+    pub(crate) async fn importers(
+        &self,
+        paths: &[PathBuf],
+        cap: usize,
+        deadline: tokio::time::Instant,
+    ) -> Option<(Vec<PathBuf>, bool)> {
+        if self.spec.pull != Pull::TsServer {
+            return None;
+        }
+        let mut seen: std::collections::HashSet<PathBuf> = paths.iter().cloned().collect();
+        let mut found = Vec::new();
+        let mut frontier: Vec<PathBuf> = paths.to_vec();
+        while !frontier.is_empty() {
+            let mut next = Vec::new();
+            for path in frontier {
+                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if remaining.is_zero() {
+                    return Some((found, true));
+                }
+                let answer = self
+                    .request_within::<ExecuteCommand>(
+                        ExecuteCommandParams {
+                            command: "typescript.tsserverRequest".into(),
+                            arguments: vec![
+                                json!("fileReferences"),
+                                json!({ "file": path.display().to_string() }),
+                            ],
+                            work_done_progress_params: Default::default(),
+                        },
+                        remaining,
+                    )
+                    .await
+                    .ok()??;
+                let refs = answer.pointer("/body/refs")?.as_array()?.clone();
+                for reference in refs {
+                    let Some(file) = reference.get("file").and_then(|f| f.as_str()) else {
+                        continue;
+                    };
+                    let file = PathBuf::from(file);
+                    if file.starts_with(&self.root) && seen.insert(file.clone()) {
+                        if found.len() == cap {
+                            return Some((found, true));
+                        }
+                        found.push(file.clone());
+                        next.push(file);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        Some((found, false))
     }
 
     /// Tells the server the file was saved (rust-analyzer starts its `cargo check` on save).
@@ -816,7 +886,7 @@ impl Session {
                 .request_within::<ExecuteCommand>(
                     ExecuteCommandParams {
                         command: "typescript.tsserverRequest".into(),
-                        arguments: vec![json!(command), json!({ "file": uri })],
+                        arguments: vec![json!(command), json!({ "file": tsserver_file(uri) })],
                         work_done_progress_params: Default::default(),
                     },
                     timeout,
@@ -924,6 +994,14 @@ fn trusted(sent: Option<(SystemTime, u64)>, now: Option<(SystemTime, u64)>) -> b
             .is_ok_and(|age| age > TRUST_STAMP_AFTER),
         _ => false,
     }
+}
+
+/// The file tsserver is asked about: its path (tsserver keys files by path; a file of the
+/// project that is not open is found by it).
+fn tsserver_file(uri: &Url) -> String {
+    uri.to_file_path()
+        .map(|path| path.display().to_string())
+        .unwrap_or_else(|()| uri.to_string())
 }
 
 /// One tsserver diagnostic (`{start: {line, offset}, end, text, code, category}`, 1-based)

@@ -705,7 +705,7 @@ async fn eval_6_a_write_from_a_cell_reports_the_diagnostics_it_introduced() {
     );
     let server = start(&root).await;
     // Diagnostics on write wraps the bridged call exactly as a model's (CORE-8, LSP-6).
-    let code = "r = tool('write', {'path': 'app.py', 'content': 'def add(a: int, b: int) -> int:\\n    return a + b\\n\\nx: int = \"no\"\\n'})\nprint(r)\n[(d['path'], d['line']) for d in r.structured['diagnostics']['introduced']]";
+    let code = "r = tool('write', {'path': 'app.py', 'content': 'def add(a: int, b: int) -> int:\\n    return a + b\\n\\nx: int = \"no\"\\n'})\nprint(r)\n[(f['path'], d['line']) for f in r.structured['diagnostics']['files'] for d in f.get('listed', [])]";
     let shown = ok(&server, cell(code)).await;
     assert!(shown.ends_with("[('app.py', 4)]"), "{shown}");
 }

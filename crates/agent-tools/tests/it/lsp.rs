@@ -370,8 +370,8 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     assert_eq!(
         text(&renamed),
         "Renamed `add` to `plus`: 3 edits in 2 files:\n  pkg/main.py: 2 edits\n  pkg/shapes.py: 1 edit\n\n\
-         basedpyright checked pkg/shapes.py: no errors.\n\
-         pkg/main.py still has 1 error, none new."
+         pkg/main.py still has 1 error, none new.\n\
+         basedpyright checked pkg/shapes.py: no errors."
     );
     let reload = lsp(&server, json!({"operation": "reload"})).await;
     assert!(

@@ -164,7 +164,13 @@ async fn prod_4_read_edit_and_patch_through_mcp() {
             json!({"path": "src/lib.rs", "old_string": "41", "new_string": "42"}),
         )
         .await;
-    assert_eq!(text(&edit), "Edited src/lib.rs: 1 replacement at line 2");
+    // No Cargo.toml: the file is in no project, and the answer says it was not checked.
+    assert_eq!(
+        text(&edit),
+        "Edited src/lib.rs: 1 replacement at line 2\n\nNot checked: src/lib.rs (no Cargo.toml \
+         or rust-project.json beside it or above it: rust-analyzer has no project to check it \
+         in)."
+    );
     let patch = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n";
     let patched = server.call("apply_patch", json!({"patch": patch})).await;
     assert_eq!(

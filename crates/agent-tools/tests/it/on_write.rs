@@ -34,14 +34,43 @@ pub(crate) async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (
     .await
 }
 
-/// The `path:LINE` of each introduced diagnostic.
-pub(crate) fn introduced(diagnostics: &Value) -> Vec<String> {
-    diagnostics["introduced"]
+/// The `path:LINE` of each listed diagnostic the write introduced in the files of `key`
+/// (`files`, the written ones, or `fallout`).
+pub(crate) fn listed(diagnostics: &Value, key: &str) -> Vec<String> {
+    diagnostics[key]
         .as_array()
-        .unwrap_or_else(|| panic!("no `introduced` list in {diagnostics}"))
-        .iter()
-        .map(|d| format!("{}:{}", d["path"].as_str().unwrap(), d["line"]))
+        .into_iter()
+        .flatten()
+        .flat_map(|file| {
+            let path = file["path"].as_str().unwrap().to_owned();
+            file["listed"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |d| format!("{path}:{}", d["line"]))
+        })
         .collect()
+}
+
+/// The `path:LINE` of each listed diagnostic the write introduced in the written files.
+pub(crate) fn introduced(diagnostics: &Value) -> Vec<String> {
+    assert!(
+        diagnostics["files"].is_array(),
+        "no written file was reported: {diagnostics}"
+    );
+    listed(diagnostics, "files")
+}
+
+/// How many introduced diagnostics the written files' lists leave out.
+fn omitted(diagnostics: &Value) -> u64 {
+    diagnostics["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            f["introduced"].as_u64().unwrap() - f["listed"].as_array().map_or(0, |l| l.len() as u64)
+        })
+        .sum()
 }
 
 /// The checked file's error count after the write, which must have settled.
@@ -53,8 +82,8 @@ pub(crate) fn errors_now(diagnostics: &Value, path: &str) -> u64 {
         .find(|f| f["path"] == path)
         .unwrap_or_else(|| panic!("{path} was not checked: {diagnostics}"));
     assert_eq!(
-        file["settled"], true,
-        "{path} did not settle: {diagnostics}"
+        file["state"], "checked",
+        "{path} was not checked: {diagnostics}"
     );
     file["errors"].as_u64().unwrap()
 }
@@ -264,7 +293,7 @@ async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
     )
     .await;
     assert_eq!(introduced(&diagnostics).len(), 10, "{shown}");
-    assert_eq!(diagnostics["omitted"], 2, "{diagnostics}");
+    assert_eq!(omitted(&diagnostics), 2, "{diagnostics}");
     assert!(
         shown.contains("This write introduced 12 new diagnostics in 1 file:"),
         "{shown}"
@@ -277,7 +306,7 @@ async fn lsp_6_python_writes_report_exactly_what_they_introduced() {
 
 #[tokio::test]
 async fn lsp_6_files_no_usable_server_covers_cost_nothing() {
-    // A Python file with no project marker adds nothing: no server would ever cover it.
+    // A Python file with no project marker starts no server: it is in no project.
     // A server whose binary does not exist would cover `.fake` files: no server starts and
     // nothing is waited for, but the result says the file was not checked, and why.
     let dir = tempfile::tempdir().unwrap();
@@ -300,8 +329,21 @@ async fn lsp_6_files_no_usable_server_covers_cost_nothing() {
         json!({"path": "loose.py", "content": "x: int = \"not an int\"\n"}),
     )
     .await;
-    assert_eq!(diagnostics, Value::Null, "{shown}");
-    assert_eq!(shown.lines().count(), 1, "{shown}");
+    // Its state line says why it was not checked (LSP-6: silence never reads as clean),
+    // and no server was started for it.
+    assert_eq!(
+        diagnostics["files"][0]["state"], "not_checked",
+        "{diagnostics}"
+    );
+    assert!(
+        shown.ends_with(
+            "\n\nNot checked: loose.py (no pyproject.toml, setup.py, setup.cfg, requirements.txt \
+             or pyrightconfig.json beside it or above it: basedpyright has no project to \
+             check it in)."
+        ),
+        "{shown}"
+    );
+    assert!(!any_session(&server).await);
     for content in ["anything\n", "again\n"] {
         let started = std::time::Instant::now();
         let (shown, diagnostics) = write_call(
@@ -318,7 +360,10 @@ async fn lsp_6_files_no_usable_server_covers_cost_nothing() {
             ),
             "{shown}"
         );
-        assert_eq!(diagnostics["files"][0]["settled"], false, "{diagnostics}");
+        assert_eq!(
+            diagnostics["files"][0]["state"], "not_checked",
+            "{diagnostics}"
+        );
     }
     // Why is for `lsp status` to say, once.
     let status = server.call("lsp", json!({"operation": "status"})).await;
@@ -357,8 +402,8 @@ async fn lsp_6_a_write_that_cannot_settle_says_so() {
         "{shown}"
     );
     let file = &diagnostics["files"][0];
-    assert_eq!(file["settled"], false, "{diagnostics}");
-    assert!(file["unchecked"].is_string(), "{diagnostics}");
+    assert_eq!(file["state"], "not_checked", "{diagnostics}");
+    assert!(file["reason"].is_string(), "{diagnostics}");
     assert!(
         std::fs::read_to_string(root.join("main.py"))
             .unwrap()

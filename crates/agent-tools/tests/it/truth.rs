@@ -10,25 +10,17 @@ use serde_json::{Value, json};
 use crate::lsp::{
     basedpyright_available, rust_analyzer_available, rust_project, start, write_files,
 };
-use crate::on_write::{edit, introduced, on_write_config, write_call};
+use crate::on_write::{edit, introduced, listed, on_write_config, write_call};
 use crate::support::{Server, is_error, text};
 
 /// `path:LINE` of each fallout diagnostic.
 fn fallout(diagnostics: &Value) -> Vec<String> {
-    diagnostics["fallout"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|d| format!("{}:{}", d["path"].as_str().unwrap(), d["line"]))
-                .collect()
-        })
-        .unwrap_or_default()
+    listed(diagnostics, "fallout")
 }
 
 /// How many new diagnostics the write introduced in `path`, a file it did not touch.
 fn fallout_count(diagnostics: &Value, path: &str) -> u64 {
-    diagnostics["fallout_files"]
+    diagnostics["fallout"]
         .as_array()
         .and_then(|files| files.iter().find(|f| f["path"] == path))
         .map_or(0, |f| f["introduced"].as_u64().unwrap())
@@ -210,7 +202,10 @@ async fn lsp_7_rust_every_broken_call_is_counted_here_and_in_other_files() {
         ),
         "{shown}"
     );
-    assert_eq!(diagnostics["files"][0]["settled"], false, "{diagnostics}");
+    assert_eq!(
+        diagnostics["files"][0]["state"], "not_checked",
+        "{diagnostics}"
+    );
 
     // A rename names the identifier it wrote.
     let renamed = call_ok(
@@ -420,12 +415,13 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     assert!(
         shown.contains(
             "\n\nIn files it did not touch, this write introduced 57 new diagnostics in 2 files:\n\
+             New per file: app/more.py: 2, app/uses.py: 55.\n\
              app/more.py:6: error[reportCallIssue]: Argument missing for parameter \"unit\""
         ),
         "{shown}"
     );
     assert!(
-        shown.contains("(showing 10 of 57; new per file: app/more.py: 2, app/uses.py: 55;"),
+        shown.contains("\n(showing 10 of 57; call `lsp` with operation `diagnostics` on a file"),
         "{shown}"
     );
     assert!(
@@ -574,7 +570,10 @@ async fn lsp_8_c_a_rename_without_a_compile_database_says_what_it_left_and_does_
         "{renamed}"
     );
     let files = diagnostics["files"].as_array().unwrap();
-    assert!(files.iter().all(|f| f["settled"] == true), "{diagnostics}");
+    assert!(
+        files.iter().all(|f| f["state"] == "checked"),
+        "{diagnostics}"
+    );
     assert_eq!(files.len(), 2, "{diagnostics}");
 
     // A header change: the open files that include it are rebuilt and their new errors
@@ -605,7 +604,10 @@ async fn lsp_8_c_a_rename_without_a_compile_database_says_what_it_left_and_does_
         "{shown}"
     );
     assert!(
-        shown.ends_with("\nclangd checked src/stack.h: no errors."),
+        shown.ends_with(
+            "\nclangd checked src/stack.h (through the 2 files that include it, found without \
+             a compile database: files that reach it through `-I` may be missing): no errors."
+        ),
         "{shown}"
     );
     // `references` says why its answer may be short.

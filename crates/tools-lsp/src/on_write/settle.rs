@@ -1,0 +1,384 @@
+//! Sending written files to their servers and waiting, without fixed sleeps, for diagnostics
+//! about exactly the text sent ("fresh", decided per server):
+//! - a server that runs a project-wide check by itself (rust-analyzer's `cargo check` on
+//!   save; basedpyright's workspace analysis on every change) is done when a check that began
+//!   after the send has ended — or one that was running at the send, which then covers it —
+//!   and the server is quiet: until then its publishes carry the previous check's findings;
+//!   rust-analyzer's own analysis is then pulled for the text just sent;
+//! - a server that answers pulls (tsserver) is asked after the sync;
+//! - any other server is done at the first publish after the sync whose version (when the
+//!   server echoes one) is the synced one, followed by a short quiet period, since several
+//!   servers publish a quick result first and a full one soon after.
+//!
+//! Every wait ends at the call's one deadline; a file that did not settle by then is not
+//! checked, with the reason.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_lsp::lsp_types::{Diagnostic, Url};
+use tokio::time::Instant;
+
+use super::Target;
+use crate::Error;
+use crate::client::Checks;
+use crate::render::{code_text, merge_passes, one_line};
+use crate::servers::{Check, Pull};
+use crate::session::{Activity, Session};
+
+/// How long a file stays quiet after its server's check ended before it counts as settled:
+/// the check's last publishes can trail its end (basedpyright sends them asynchronously).
+const AFTER_CHECK_QUIET: Duration = Duration::from_millis(60);
+
+/// The quiet period after a fresh publish from a server that neither answers pulls nor runs
+/// a check of its own (clangd publishes a quick result, then more).
+const PUBLISH_QUIET: Duration = Duration::from_millis(150);
+
+/// The least time a pull of a server's own analysis gets after its check ended, even at the
+/// deadline: the check is the slow part, and its findings are in.
+pub(crate) const MIN_PULL: Duration = Duration::from_secs(2);
+
+/// How long a server that checks by itself gets, once it is ready, to begin its check before
+/// the wait stops expecting one (the file may be outside every crate, or checking may be
+/// off in the server's own config files). A server still loading its workspace defers the
+/// check until it has, so the time counts from readiness.
+const CHECK_START: Duration = Duration::from_secs(3);
+
+/// rust-analyzer's code for a file no crate's module tree reaches: it is not checked.
+const UNLINKED_FILE: &str = "unlinked-file";
+
+/// What a server said about a file once it settled, or why it did not.
+pub(crate) struct Outcome {
+    pub(crate) diagnostics: Vec<Diagnostic>,
+    /// `None` when the server answered for the text; otherwise why it did not.
+    pub(crate) unchecked: Option<String>,
+    pub(crate) text: Arc<str>,
+}
+
+impl Outcome {
+    pub(crate) fn unchecked(reason: String, text: Arc<str>) -> Self {
+        Outcome {
+            diagnostics: Vec::new(),
+            unchecked: Some(reason),
+            text,
+        }
+    }
+}
+
+/// A file sent to its server, waiting for the answer.
+struct Sent<'a> {
+    target: &'a Target,
+    uri: Url,
+    text: Arc<str>,
+    version: i32,
+    changed: bool,
+    publishes_before: u64,
+    checks_before: Checks,
+    /// When it was saved; `None` for a text sent only to learn its diagnostics.
+    saved_at: Option<Instant>,
+}
+
+/// Syncs (and saves) every file, then waits for each one's diagnostics about exactly the text
+/// sent. All files are sent before any wait, so a server that checks on save runs one check
+/// for the lot rather than restarting it under a file that already counted it as done. A file
+/// paired with its earlier text gets that instead, unsaved (the disk has moved on).
+pub(crate) async fn settle_all(
+    items: &[(&Target, Option<&str>)],
+    deadline: Instant,
+    bound: Duration,
+) -> Vec<Outcome> {
+    let mut sent = Vec::new();
+    for (target, previous) in items {
+        sent.push(send(target, *previous).await);
+    }
+    // Then the servers' other open documents that changed on disk: after the files' own
+    // sync, which must be the one to send their new text, or it would find nothing to send
+    // and take the old publish for an answer. Not when earlier texts were sent: that would
+    // replace them with the disk's before they are checked.
+    let mut sessions: Vec<&Arc<Session>> = Vec::new();
+    for (target, previous) in items {
+        if previous.is_none() && !sessions.iter().any(|s| Arc::ptr_eq(s, &target.session)) {
+            sessions.push(&target.session);
+            target.session.resync_open().await;
+        }
+    }
+    futures::future::join_all(sent.into_iter().zip(items).map(|(sent, (target, _))| {
+        let server = target.session.spec.name.clone();
+        async move {
+            match sent {
+                Ok(sent) => settle(sent, deadline, bound).await,
+                Err(problem) => Outcome::unchecked(
+                    format!("it could not be sent to {server}: {problem}"),
+                    "".into(),
+                ),
+            }
+        }
+    }))
+    .await
+}
+
+/// Syncs one file — the disk's text (didOpen or a full didChange, then didSave) or, for a
+/// baseline, `previous` unsaved — noting first what the server had said so far: only what
+/// comes after counts.
+async fn send<'a>(target: &'a Target, previous: Option<&str>) -> Result<Sent<'a>, String> {
+    let session = &target.session;
+    let uri = Url::from_file_path(&target.path)
+        .map_err(|()| format!("{} is not an absolute path", target.path.display()))?;
+    let publishes_before = session.shared.publish_count(&uri);
+    let checks_before = session.shared.checks();
+    let synced = match previous {
+        Some(text) => session.sync_text(&target.path, text).await?,
+        None => session.sync(&target.path).await?,
+    };
+    let saved_at = match previous {
+        Some(_) => None,
+        None => {
+            session.save(&uri);
+            Some(Instant::now())
+        }
+    };
+    Ok(Sent {
+        target,
+        uri,
+        text: synced.text,
+        version: synced.version,
+        changed: synced.changed,
+        publishes_before,
+        checks_before,
+        saved_at,
+    })
+}
+
+/// Waits until `session`'s own project-wide check is not running and has run at least once
+/// since the server started (or none began within the grace after readiness), so its
+/// publishes are the whole project's state: the baseline a write is compared with. Returns
+/// whether it got there before `deadline`.
+pub(crate) async fn project_settled(session: &Session, deadline: Instant) -> bool {
+    if session.spec.check == Check::None {
+        return true;
+    }
+    let _ = tokio::time::timeout_at(deadline, session.wait_ready()).await;
+    let grace_end = Instant::now() + CHECK_START;
+    let mut changes = session.shared.subscribe();
+    loop {
+        let checks = session.shared.checks();
+        if !checks.running && (checks.ended > 0 || Instant::now() >= grace_end) {
+            return true;
+        }
+        if Instant::now() >= deadline || session.shared.state().ended.is_some() {
+            return false;
+        }
+        let wake = match checks.running {
+            true => deadline,
+            false => grace_end.min(deadline),
+        };
+        let _ = tokio::time::timeout_at(wake, changes.changed()).await;
+    }
+}
+
+/// Waits, until `deadline`, for the server to settle on the sent text.
+async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
+    let session = &sent.target.session;
+    let shared = &session.shared;
+    let uri = &sent.uri;
+    let server = &session.spec.name;
+    let unsettled = |text: Arc<str>| {
+        let reason = match shared.state().ended.is_some() {
+            true => format!(
+                "{server} stopped while checking it{}",
+                session.exit_details()
+            ),
+            false => format!(
+                "{server} had not finished checking it after {}s; call `lsp` with operation \
+                 `diagnostics` on it in a while",
+                seconds(bound)
+            ),
+        };
+        Outcome::unchecked(reason, text)
+    };
+    let pull = session.spec.pull;
+    // A check of the server's own covers the text once it ran after the send: an on-save
+    // check only for a saved file, analysis on change for any text it did not have.
+    let expects_check = match &session.spec.check {
+        Check::None => false,
+        Check::OnSave { .. } => sent.saved_at.is_some(),
+        Check::OnChange => sent.changed,
+    };
+    if !expects_check && matches!(pull, Pull::Lsp | Pull::TsServer) {
+        let _ = tokio::time::timeout_at(deadline, session.wait_ready()).await;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return unsettled(sent.text);
+        }
+        match session.pull_answer(uri, remaining).await {
+            Ok(Some(diagnostics)) => {
+                return Outcome {
+                    diagnostics: merge_passes(diagnostics),
+                    unchecked: None,
+                    text: sent.text,
+                };
+            }
+            // The server threw on the file (basedpyright's RangeError on a huge file): no
+            // publish will come either, so the wait ends here.
+            Err(Error::Response { message, .. }) => {
+                return Outcome::unchecked(
+                    format!(
+                        "{server} failed on this file ({}); `lsp` with operation `reload` \
+                         restarts it",
+                        one_line(&message)
+                    ),
+                    sent.text,
+                );
+            }
+            Ok(None) | Err(_) => {}
+        }
+    }
+    // The server's own analysis is pulled below; publishes carry only its checks'.
+    let analysis_pulled = pull == Pull::Analysis;
+    let grace = CHECK_START.min(bound);
+    let mut check_grace_end: Option<Instant> = None;
+    let mut changes = shared.subscribe();
+    // The server has answered for this text.
+    let quiet = loop {
+        let published = shared.published(uri);
+        let fresh = published.as_ref().is_some_and(|published| {
+            published.count > sent.publishes_before
+                && published
+                    .version
+                    .is_none_or(|version| version >= sent.version)
+        });
+        // A server that did not have the document open before may publish for it without a
+        // version (clangd does for a header it opened to answer): any publish after the
+        // sync is about the text just sent, since nothing else was sent since.
+        let fresh = fresh
+            || (sent.version == 0
+                && published
+                    .as_ref()
+                    .is_some_and(|published| published.count > sent.publishes_before));
+        let ready = session.activity() == Activity::Ready;
+        if ready && check_grace_end.is_none() {
+            check_grace_end = Some(Instant::now() + grace);
+        }
+        // The server had this text already (another tool sent it): its publish counts once it
+        // is about this version, or when the server does not say which version it is about.
+        let covered = !sent.changed
+            && published
+                .as_ref()
+                .is_none_or(|published| published.version.is_none_or(|v| v >= sent.version));
+        let done = if expects_check {
+            let checks = shared.checks();
+            let before = sent.checks_before;
+            // A check that began after the send and ended; or the one that ran at the send
+            // (analysis on change takes the new text into the run under way) and ended.
+            let ran = checks.begun > before.begun
+                || (before.running && session.spec.check == Check::OnChange);
+            if ran && !checks.running && checks.ended > before.ended && ready {
+                Some(AFTER_CHECK_QUIET)
+            } else if checks.begun == before.begun
+                && !before.running
+                && check_grace_end.is_some_and(|end| Instant::now() >= end)
+                && (analysis_pulled || fresh || covered)
+            {
+                // No check began: the file is outside every crate, or checking is off.
+                Some(PUBLISH_QUIET)
+            } else {
+                None
+            }
+        } else if analysis_pulled {
+            Some(Duration::ZERO)
+        } else if fresh || covered {
+            Some(PUBLISH_QUIET)
+        } else {
+            None
+        };
+        if let Some(quiet) = done {
+            tracing::debug!(file = %sent.target.shown, ?quiet, fresh, ready, "the server answered for the written text");
+            break quiet;
+        }
+        let now = Instant::now();
+        if now >= deadline || shared.state().ended.is_some() {
+            return unsettled(sent.text);
+        }
+        // Wake for every message the server sends, and when the check-start grace ends.
+        let wake = match check_grace_end {
+            Some(end) if expects_check && now < end => end.min(deadline),
+            _ => deadline,
+        };
+        let _ = tokio::time::timeout_at(wake, changes.changed()).await;
+    };
+    // Then quiet for a moment, for trailing publishes (of any file), still within the
+    // deadline.
+    loop {
+        let count = shared.total_publishes();
+        let until = (Instant::now() + quiet).min(deadline);
+        if !shared.wait_any_publish_until(count, until).await {
+            break;
+        }
+    }
+    let mut diagnostics = shared
+        .published(uri)
+        .map(|published| published.diagnostics)
+        .unwrap_or_default();
+    if analysis_pulled {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match session.pull_within(uri, remaining.max(MIN_PULL)).await {
+            Some(analysis) => {
+                if analysis
+                    .iter()
+                    .any(|d| code_text(d.code.as_ref()).as_deref() == Some(UNLINKED_FILE))
+                {
+                    return Outcome::unchecked(
+                        "it is in no crate: no `mod` declaration reaches it, so \
+                         rust-analyzer does not check it"
+                            .to_owned(),
+                        sent.text,
+                    );
+                }
+                diagnostics.extend(analysis);
+            }
+            None => return unsettled(sent.text),
+        }
+    }
+    Outcome {
+        diagnostics: merge_passes(diagnostics),
+        unchecked: None,
+        text: sent.text,
+    }
+}
+
+/// Opens (or re-syncs) each file on its server and pulls its diagnostics, all at once, until
+/// `deadline` (at least [`MIN_PULL`]); a file whose pull fails is left out. tsserver answers
+/// for files of its project that are not open, so they are asked without opening them.
+pub(crate) async fn pull_files(
+    files: &[(&Arc<Session>, &std::path::PathBuf)],
+    deadline: Instant,
+) -> Vec<(std::path::PathBuf, Vec<Diagnostic>, Arc<str>)> {
+    let pulls = files.iter().map(|(session, path)| async move {
+        let (uri, text) = match session.spec.pull {
+            Pull::TsServer if !session.is_open(path).await => {
+                let text: Arc<str> = crate::render::read_text(path).ok()?.into();
+                (Url::from_file_path(path).ok()?, text)
+            }
+            _ => {
+                let synced = session.sync(path).await.ok()?;
+                (synced.uri, synced.text)
+            }
+        };
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let diagnostics = session.pull_within(&uri, remaining.max(MIN_PULL)).await?;
+        Some(((*path).clone(), merge_passes(diagnostics), text))
+    });
+    futures::future::join_all(pulls)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+pub(crate) fn seconds(duration: Duration) -> String {
+    let seconds = duration.as_secs_f64();
+    match seconds.fract() == 0.0 {
+        true => format!("{seconds:.0}"),
+        false => format!("{seconds:.1}"),
+    }
+}
