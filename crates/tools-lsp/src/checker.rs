@@ -19,6 +19,9 @@ pub(crate) struct Finding {
     pub(crate) path: Option<PathBuf>,
     /// 1-based line.
     pub(crate) line: Option<u32>,
+    /// 1-based column, when the checker gives one: two findings with one message on one
+    /// line (two broken calls) are two.
+    pub(crate) column: Option<u32>,
     /// `error`, `warning`, `info` or `note`.
     pub(crate) severity: String,
     pub(crate) code: Option<String>,
@@ -30,6 +33,9 @@ pub(crate) struct Finding {
 pub(crate) struct CheckRun {
     /// The command line, as shown.
     pub(crate) command: String,
+    /// What it checked, when the command line alone does not say it plainly (cargo's
+    /// targets and features).
+    pub(crate) scope: Option<String>,
     pub(crate) findings: Vec<Finding>,
     /// What the reader must know about the run (its output was cut).
     pub(crate) notes: Vec<String>,
@@ -125,24 +131,55 @@ pub(crate) async fn run(
         findings.push(Finding {
             path: None,
             line: None,
+            column: None,
             severity: "error".into(),
             code: None,
             message: format!("`{command_line}` failed ({}): {tail}", output.status),
         });
     }
     Ok(CheckRun {
+        scope: scope(checker.format, &args),
         command: command_line,
         findings,
         notes,
     })
 }
 
+/// What a cargo run checks, from its arguments.
+fn scope(format: CheckerFormat, args: &[String]) -> Option<String> {
+    if format != CheckerFormat::CargoJson {
+        return None;
+    }
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    let targets = match has("--all-targets") {
+        true => "every target (lib, bins, tests, benches, examples)",
+        false => "the lib and bins only (no tests, benches or examples)",
+    };
+    let features = match args.iter().position(|a| a == "--features" || a == "-F") {
+        _ if has("--all-features") => "all features".to_owned(),
+        Some(at) => format!(
+            "the default features and {}",
+            args.get(at + 1).map_or("", String::as_str)
+        ),
+        None if has("--no-default-features") => "no features".to_owned(),
+        None => "the default features".to_owned(),
+    };
+    let members = match has("--workspace") {
+        true => "every workspace member, ",
+        false => "",
+    };
+    Some(format!("{members}{targets}, {features}"))
+}
+
+/// Drops repeats: cargo reports a library's diagnostic once per target that compiles it (the
+/// library and its unit tests). Findings at different columns stay apart.
 fn dedupe(findings: &mut Vec<Finding>) {
     let mut seen = HashSet::new();
     findings.retain(|finding| {
         seen.insert((
             finding.path.clone(),
             finding.line,
+            finding.column,
             finding.severity.clone(),
             finding.message.clone(),
         ))
@@ -253,9 +290,14 @@ fn parse_cargo(stdout: &str, root: &Path) -> Vec<Finding> {
             .and_then(|span| span.get("line_start"))
             .and_then(Value::as_u64)
             .and_then(|n| u32::try_from(n).ok());
+        let column = primary
+            .and_then(|span| span.get("column_start"))
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok());
         findings.push(Finding {
             path,
             line,
+            column,
             severity: severity(level),
             code: message
                 .get("code")
@@ -289,6 +331,10 @@ fn parse_pyright(stdout: &str, root: &Path) -> Vec<Finding> {
                         .pointer("/range/start/line")
                         .and_then(Value::as_u64)
                         .and_then(|n| u32::try_from(n + 1).ok()),
+                    column: item
+                        .pointer("/range/start/character")
+                        .and_then(Value::as_u64)
+                        .and_then(|n| u32::try_from(n + 1).ok()),
                     severity: severity(
                         item.get("severity")
                             .and_then(Value::as_str)
@@ -311,7 +357,9 @@ fn parse_tsc(line: &str, root: &Path) -> Option<Finding> {
     let open = line.find('(')?;
     let close = open + line[open..].find("):")?;
     let (path, position) = (&line[..open], &line[open + 1..close]);
-    let line_number: u32 = position.split(',').next()?.trim().parse().ok()?;
+    let mut numbers = position.split(',');
+    let line_number: u32 = numbers.next()?.trim().parse().ok()?;
+    let column: Option<u32> = numbers.next().and_then(|n| n.trim().parse().ok());
     let rest = line[close + 2..].trim();
     let (severity_text, rest) = rest.split_once(' ')?;
     let (code, message) = match rest.split_once(": ") {
@@ -321,6 +369,7 @@ fn parse_tsc(line: &str, root: &Path) -> Option<Finding> {
     Some(Finding {
         path: Some(root.join(path.trim())),
         line: Some(line_number),
+        column,
         severity: severity(severity_text),
         code,
         message: message.to_owned(),
@@ -336,6 +385,7 @@ fn parse_dart(line: &str, root: &Path) -> Option<Finding> {
     Some(Finding {
         path: Some(root.join(fields[3])),
         line: fields[4].parse().ok(),
+        column: fields[5].parse().ok(),
         severity: severity(fields[0]),
         code: Some(fields[2].to_ascii_lowercase()),
         message: fields[7].to_owned(),
@@ -350,9 +400,10 @@ fn parse_compiler_line(line: &str, root: &Path) -> Option<Finding> {
     let path = parts.next()?.trim();
     let number: u32 = parts.next()?.trim().parse().ok()?;
     let third = parts.next()?;
-    let message = match third.trim().parse::<u32>() {
-        Ok(_) => parts.next()?.trim().to_owned(),
-        Err(_) => match parts.next() {
+    let column = third.trim().parse::<u32>().ok();
+    let message = match column {
+        Some(_) => parts.next()?.trim().to_owned(),
+        None => match parts.next() {
             Some(rest) => format!("{third}:{rest}").trim().to_owned(),
             None => third.trim().to_owned(),
         },
@@ -370,6 +421,7 @@ fn parse_compiler_line(line: &str, root: &Path) -> Option<Finding> {
     Some(Finding {
         path: Some(full),
         line: Some(number),
+        column,
         severity: severity(severity_text),
         code: None,
         message,
@@ -399,6 +451,7 @@ mod tests {
                 Finding {
                     path: Some(root().join("src/lib.rs")),
                     line: Some(3),
+                    column: None,
                     severity: "error".into(),
                     code: Some("E0308".into()),
                     message: "mismatched types".into()
@@ -406,12 +459,41 @@ mod tests {
                 Finding {
                     path: Some(root().join("src/lib.rs")),
                     line: Some(7),
+                    column: None,
                     severity: "warning".into(),
                     code: Some("unused_variables".into()),
                     message: "unused variable: `x`".into()
                 }
             ]
         );
+    }
+
+    #[test]
+    fn lsp_5_two_findings_on_one_line_stay_two_and_cargo_repeats_merge() {
+        let finding = |column| {
+            format!(
+                r#"{{"file":"/project/a.py","severity":"error","message":"Argument missing for parameter \"unit\"","range":{{"start":{{"line":5,"character":{column}}},"end":{{"line":5,"character":20}}}},"rule":"reportCallIssue"}}"#
+            )
+        };
+        let report = format!(
+            r#"{{"generalDiagnostics":[{},{}],"summary":{{"errorCount":2}}}}"#,
+            finding(11),
+            finding(22)
+        );
+        let mut findings = parse(CheckerFormat::PyrightJson, &report, "", &root());
+        dedupe(&mut findings);
+        assert_eq!(findings.len(), 2, "{findings:?}");
+        assert_eq!(findings[1].column, Some(23));
+        // The library's warning, once for the lib and once for its unit tests: one finding.
+        let warning = r#"{"reason":"compiler-message","message":{"level":"warning","message":"unused variable: `x`","code":{"code":"unused_variables"},"spans":[{"file_name":"src/lib.rs","line_start":7,"column_start":9,"is_primary":true}]}}"#;
+        let mut findings = parse(
+            CheckerFormat::CargoJson,
+            &format!("{warning}\n{warning}\n"),
+            "",
+            &root(),
+        );
+        dedupe(&mut findings);
+        assert_eq!(findings.len(), 1, "{findings:?}");
     }
 
     #[test]

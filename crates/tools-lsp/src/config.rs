@@ -27,6 +27,10 @@ pub struct LspConfig {
     /// absolute. The workspace's own `.venv/bin`, `venv/bin` and `node_modules/.bin` are
     /// always searched first.
     pub path: Vec<PathBuf>,
+    /// Rust is checked with every feature of every crate on (`--all-features` for
+    /// `diagnostics "*"`, `cargo.features = "all"` for rust-analyzer); by default, the
+    /// crates' default features.
+    pub all_features: bool,
     /// Overrides of the built-in servers by name, or new servers.
     pub servers: BTreeMap<String, ServerOverride>,
     /// Diagnostics on write: what `write`, `edit`, `apply_patch`, `lsp_rename` and `resolve`
@@ -76,6 +80,7 @@ impl Default for LspConfig {
             checker_timeout_seconds: 600,
             restart_budget: 3,
             path: Vec::new(),
+            all_features: false,
             servers: BTreeMap::new(),
             on_write: OnWriteConfig::default(),
         }

@@ -181,12 +181,47 @@ impl VersionCache {
 
 /// The project root of `spec` for `file` (LSP-2).
 pub(crate) fn root_for(spec: &ServerSpec, workspace_root: &Path, file: &Path) -> Option<PathBuf> {
-    tools_process::root_for(&spec.markers, spec.root_rule, workspace_root, file)
+    let mut root = tools_process::root_for(&spec.markers, spec.root_rule, workspace_root, file)?;
+    // A root marked only weakly belongs to the root above it, if there is one.
+    while !is_own_project(spec, &root) {
+        let Some(above) = root.parent().filter(|_| root != workspace_root) else {
+            break;
+        };
+        match tools_process::root_for(
+            &spec.markers,
+            spec.root_rule,
+            workspace_root,
+            &above.join("_"),
+        ) {
+            Some(outer) => root = outer,
+            None => break,
+        }
+    }
+    Some(root)
 }
 
-/// Every project root of `spec` in the workspace.
+/// Whether a folder holding a marker of `spec` is a project of its own: it holds a marker
+/// that is not weak (see [`ServerSpec::weak_markers`]).
+fn is_own_project(spec: &ServerSpec, dir: &Path) -> bool {
+    spec.markers
+        .iter()
+        .filter(|marker| !spec.weak_markers.contains(marker))
+        .any(|marker| dir.join(marker).exists())
+}
+
+/// Every project root of `spec` in the workspace: a folder marked only weakly inside another
+/// root is part of that root, so no file is counted under two.
 pub(crate) fn scan_roots(spec: &ServerSpec, workspace_root: &Path) -> Vec<PathBuf> {
-    tools_process::scan_roots(&spec.markers, spec.root_rule, workspace_root)
+    let all = tools_process::scan_roots(&spec.markers, spec.root_rule, workspace_root);
+    all.iter()
+        .filter(|root| {
+            is_own_project(spec, root)
+                || !all
+                    .iter()
+                    .any(|other| other != *root && root.starts_with(other))
+        })
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -230,6 +265,53 @@ mod tests {
             Some(root.join("web"))
         );
         assert_eq!(scan_roots(&ts, &root), vec![root.clone(), root.join("web")]);
+    }
+
+    #[test]
+    fn lsp_2_a_weakly_marked_folder_inside_a_root_is_part_of_it() {
+        // `docs/requirements.txt` beside `docs/conf.py` is not a project: the files belong
+        // to the root above, and `diagnostics "*"` checks them once.
+        let dir = tree(&[
+            "pyproject.toml",
+            "docs/requirements.txt",
+            "docs/conf.py",
+            "tools/pyproject.toml",
+            "tools/run.py",
+            "extra/requirements.txt",
+        ]);
+        let root = dir.path().canonicalize().unwrap();
+        let python = spec("basedpyright");
+        assert_eq!(
+            root_for(&python, &root, &root.join("docs/conf.py")),
+            Some(root.clone())
+        );
+        assert_eq!(
+            root_for(&python, &root, &root.join("tools/run.py")),
+            Some(root.join("tools"))
+        );
+        assert_eq!(
+            scan_roots(&python, &root),
+            [root.clone(), root.join("tools")]
+        );
+        // Alone, a weak marker still makes a root.
+        let alone = tree(&["scripts/requirements.txt", "scripts/a.py"]);
+        let alone = alone.path().canonicalize().unwrap();
+        assert_eq!(
+            root_for(&python, &alone, &alone.join("scripts/a.py")),
+            Some(alone.join("scripts"))
+        );
+        // A subfolder's CMakeLists.txt does not hide the compile database above it.
+        let c = tree(&[
+            "compile_commands.json",
+            "CMakeLists.txt",
+            "lib/CMakeLists.txt",
+            "lib/a.c",
+        ]);
+        let c = c.path().canonicalize().unwrap();
+        assert_eq!(
+            root_for(&spec("clangd"), &c, &c.join("lib/a.c")),
+            Some(c.clone())
+        );
     }
 
     #[test]

@@ -977,7 +977,7 @@ impl Lsp {
                 );
                 match with_progress(&what, crate::checker::run(spec, root, &search, timeout)).await
                 {
-                    Ok(run) => runs.push((context.shown(root), run)),
+                    Ok(run) => runs.push((root.clone(), run)),
                     Err(problem) => skipped.push(problem),
                 }
             }
@@ -993,10 +993,23 @@ impl Lsp {
             }
             return Err(ToolError::failed(message));
         }
+        // A file belongs to its innermost root: a run of an outer root does not count the
+        // files of a nested root that has its own run (a monorepo's packages).
+        let ran: Vec<PathBuf> = runs.iter().map(|(root, _)| root.clone()).collect();
+        for (root, run) in &mut runs {
+            run.findings.retain(|finding| {
+                finding.path.as_ref().is_none_or(|path| {
+                    !ran.iter().any(|inner| {
+                        inner != root && inner.starts_with(&*root) && path.starts_with(inner)
+                    })
+                })
+            });
+        }
         let mut all: Vec<(String, DiagnosticItem, String)> = Vec::new();
         let mut quoter = Quoter::new(workspace);
         let mut headers = Vec::new();
         for (root, run) in &runs {
+            let root = context.shown(root);
             let errors = run
                 .findings
                 .iter()
@@ -1007,8 +1020,13 @@ impl Lsp {
                 .iter()
                 .filter(|f| f.severity == "warning")
                 .count();
+            let scope = run
+                .scope
+                .as_ref()
+                .map(|scope| format!("; {scope}"))
+                .unwrap_or_default();
             headers.push(format!(
-                "`{}` (root {root}): {} and {}",
+                "`{}` (root {root}{scope}): {} and {}",
                 run.command,
                 plural(errors, "error"),
                 plural(warnings, "warning")

@@ -18,6 +18,10 @@ pub(crate) struct ServerSpec {
     pub(crate) extensions: Vec<(String, String)>,
     /// Files or folders that mark a project root.
     pub(crate) markers: Vec<String>,
+    /// Those of `markers` that make a root only where no folder above holds a marker too:
+    /// `docs/requirements.txt` or a subfolder's `CMakeLists.txt` is part of the project
+    /// above it, not a project of its own (a file belongs to its innermost real root).
+    pub(crate) weak_markers: Vec<String>,
     /// Which marker-holding ancestor is the root.
     pub(crate) root_rule: RootRule,
     /// The commands to try, in order; the first whose binary resolves is used.
@@ -204,10 +208,20 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             name: "rust-analyzer".into(),
             extensions: extensions(&[("rs", "rust")]),
             markers: strings(&["Cargo.toml", "rust-project.json"]),
+            weak_markers: Vec::new(),
             root_rule: RootRule::Outermost,
             candidates: vec![candidate("rust-analyzer", &[])],
             checker: Some(CheckerSpec {
-                candidates: vec![strings(&["cargo", "check", "--message-format=json"])],
+                // Every member, every target (tests, benches, examples), and past the
+                // first crate that fails, so a broken library does not hide its tests.
+                candidates: vec![strings(&[
+                    "cargo",
+                    "check",
+                    "--workspace",
+                    "--all-targets",
+                    "--keep-going",
+                    "--message-format=json",
+                ])],
                 format: CheckerFormat::CargoJson,
             }),
             env: BTreeMap::new(),
@@ -235,6 +249,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
                 "requirements.txt",
                 "pyrightconfig.json",
             ]),
+            weak_markers: strings(&["setup.cfg", "requirements.txt"]),
             root_rule: RootRule::Nearest,
             candidates: vec![
                 Candidate {
@@ -296,6 +311,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
                 ("cjs", "javascript"),
             ]),
             markers: strings(&["tsconfig.json", "jsconfig.json", "package.json"]),
+            weak_markers: Vec::new(),
             root_rule: RootRule::Nearest,
             candidates: vec![candidate("typescript-language-server", &["--stdio"])],
             checker: Some(CheckerSpec {
@@ -339,6 +355,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
                 "CMakeLists.txt",
                 "build/compile_commands.json",
             ]),
+            weak_markers: strings(&[".clangd", "CMakeLists.txt"]),
             root_rule: RootRule::Nearest,
             candidates: vec![Candidate {
                 versioned: true,
@@ -362,6 +379,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             name: "gopls".into(),
             extensions: extensions(&[("go", "go")]),
             markers: strings(&["go.work", "go.mod"]),
+            weak_markers: Vec::new(),
             root_rule: RootRule::Nearest,
             candidates: vec![Candidate {
                 version: VersionProbe::Args(strings(&["version"])),
@@ -385,6 +403,7 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
             name: "dart".into(),
             extensions: extensions(&[("dart", "dart")]),
             markers: strings(&["pubspec.yaml"]),
+            weak_markers: Vec::new(),
             root_rule: RootRule::Nearest,
             candidates: vec![candidate("dart", &["language-server"])],
             checker: Some(CheckerSpec {
@@ -406,6 +425,12 @@ pub(crate) fn builtin() -> Vec<ServerSpec> {
 
 fn rust_analyzer_settings() -> Value {
     json!({
+        // Every member and target (rust-analyzer adds `--keep-going` itself, so a broken
+        // library does not stop the check of the rest).
+        "check": {
+            "allTargets": true,
+            "workspace": true
+        },
         "workspace": {
             "symbol": {
                 "search": {
@@ -420,6 +445,20 @@ fn rust_analyzer_settings() -> Value {
 /// The built-in table with the config's overrides applied.
 pub(crate) fn table(config: &LspConfig) -> Result<Vec<ServerSpec>> {
     let mut servers = builtin();
+    if config.all_features
+        && let Some(rust) = servers.iter_mut().find(|s| s.name == "rust-analyzer")
+    {
+        if let Some(checker) = &mut rust.checker {
+            for candidate in &mut checker.candidates {
+                candidate.push("--all-features".into());
+            }
+        }
+        if let Some(Value::Object(settings)) = &mut rust.settings
+            && let Some(Value::Object(section)) = settings.get_mut("rust-analyzer")
+        {
+            section.insert("cargo".into(), json!({ "features": "all" }));
+        }
+    }
     for (name, change) in &config.servers {
         match servers.iter().position(|spec| &spec.name == name) {
             Some(index) => {
@@ -469,6 +508,7 @@ fn apply(spec: &mut ServerSpec, change: &ServerOverride) -> Result<()> {
     }
     if let Some(markers) = &change.markers {
         spec.markers = markers.clone();
+        spec.weak_markers.retain(|weak| markers.contains(weak));
     }
     if let Some(checker) = &change.checker {
         spec.checker = match checker.is_empty() {
@@ -526,6 +566,7 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
         name: name.to_owned(),
         extensions: Vec::new(),
         markers: Vec::new(),
+        weak_markers: Vec::new(),
         root_rule: RootRule::Nearest,
         candidates: Vec::new(),
         checker: None,

@@ -285,6 +285,41 @@ fn lsp_5_python_diagnostics_star_runs_basedpyright() {
 }
 
 #[test]
+fn lsp_5_python_diagnostics_star_counts_each_file_once_under_nested_roots() {
+    // `docs/requirements.txt` is part of the project above it; `tools/pyproject.toml` is a
+    // project of its own, whose files the outer run does not count again. Two errors on one
+    // line are two.
+    if !available(Server::Basedpyright) {
+        return;
+    }
+    run(async {
+        let fx = Fixture::temp(
+            "//- /pyproject.toml\n[project]\nname = \"outer\"\n\
+             //- /app/main.py\ndef area(side: int) -> int:\n    return side\n\n\
+             total = area(\"1\") + area(\"2\")\n\
+             //- /docs/requirements.txt\nsphinx\n\
+             //- /docs/conf.py\nproject: int = \"docs\"\n\
+             //- /tools/pyproject.toml\n[project]\nname = \"tools\"\n\
+             //- /tools/run.py\nstep: int = \"tools\"\n",
+        );
+        let result = fx
+            .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
+            .await;
+        let text = ok(&result);
+        assert!(
+            text.starts_with(
+                "`basedpyright --outputjson` (root .): 3 errors and 0 warnings\n\
+                 `basedpyright --outputjson` (root tools): 1 error and 0 warnings"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("\napp/main.py:4: error").count(), 2, "{text}");
+        assert_eq!(text.matches("\ndocs/conf.py:1: error").count(), 1, "{text}");
+        assert_eq!(text.matches("\ntools/run.py:1: error").count(), 1, "{text}");
+    });
+}
+
+#[test]
 fn lsp_2_python_status_with_a_missing_marker_says_so() {
     run(async {
         let fx = Fixture::temp("//- /script.py\nprint('hi')\n");

@@ -331,9 +331,95 @@ fn lsp_5_rust_diagnostics_star_runs_cargo_check() {
             .await;
         assert_eq!(
             ok(&result),
-            "`cargo check --message-format=json` (root .): 1 error and 0 warnings\n\
+            "`cargo check --workspace --all-targets --keep-going --message-format=json` (root \
+             .; every workspace member, every target (lib, bins, tests, benches, examples), \
+             the default features): 1 error and 0 warnings\n\
              src/broken.rs:3: error[E0308]: mismatched types\n    \"text\""
         );
+    });
+}
+
+#[test]
+fn lsp_5_rust_diagnostics_star_checks_tests_benches_and_features_as_configured() {
+    // Errors in a unit-test module, an integration test and a bench count, two on one line
+    // stay two, and a broken library does not hide its tests' errors (`--keep-going`).
+    if !available(Server::RustAnalyzer) {
+        return;
+    }
+    let files = r#"//- /Cargo.toml
+[package]
+name = "targets"
+version = "0.1.0"
+edition = "2021"
+
+[features]
+extra = []
+
+[workspace]
+
+//- /src/lib.rs
+pub fn add(left: u32, right: u32) -> u32 {
+    left + right
+}
+
+#[cfg(feature = "extra")]
+pub fn extra() -> u32 {
+    "extra"
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn adds() {
+        let _: u32 = super::add(1) + super::add(2);
+    }
+}
+//- /tests/it.rs
+#[test]
+fn it() {
+    let _: u32 = "it";
+}
+//- /benches/b.rs
+fn main() {
+    let _: u32 = "bench";
+}
+"#;
+    run(async {
+        let fx = Fixture::temp(files);
+        let result = fx
+            .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
+            .await;
+        let text = ok(&result);
+        assert!(
+            text.starts_with(
+                "`cargo check --workspace --all-targets --keep-going --message-format=json` \
+                 (root .; every workspace member, every target (lib, bins, tests, benches, \
+                 examples), the default features): 4 errors and 0 warnings"
+            ),
+            "{text}"
+        );
+        for place in ["benches/b.rs:2:", "src/lib.rs:14:", "tests/it.rs:3:"] {
+            assert!(text.contains(place), "{place}: {text}");
+        }
+        assert_eq!(
+            text.matches("src/lib.rs:14: error[E0061]").count(),
+            2,
+            "{text}"
+        );
+
+        // `[lsp] all_features` checks the feature-gated code too; the library then fails, so
+        // the integration test and the bench that link it are not compiled (cargo's answer).
+        let config = tools_lsp::LspConfig {
+            all_features: true,
+            ..tools_lsp::LspConfig::default()
+        };
+        let fx = Fixture::temp_with(files, config);
+        let result = fx
+            .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
+            .await;
+        let text = ok(&result);
+        assert!(text.contains("all features): 3 errors"), "{text}");
+        assert!(text.contains("src/lib.rs:7: error[E0308]"), "{text}");
     });
 }
 
