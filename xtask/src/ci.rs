@@ -99,6 +99,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
         .env("INSTA_UPDATE", "no");
     run_command("cargo test --workspace", test)?;
     python_bindings(&root)?;
+    // Diagnostics on write against the checkers' own answers, on real projects (LSP-6).
+    eprintln!("\n$ cargo xtask truth");
+    crate::truth::run(&[])?;
     Ok(())
 }
 
@@ -213,6 +216,8 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
         ("dlv", "delve"),
         ("go", "golang-go"),
         ("gcc", "gcc"),
+        // clangd's own compiler: the C checker of `cargo xtask truth`.
+        ("clang-14", "clang-14"),
     ]
     .into_iter()
     .filter(|(binary, _)| !which(binary))

@@ -1,9 +1,10 @@
-//! Project automation: `cargo xtask codegen [--check]`, `cargo xtask ci` and
+//! Project automation: `cargo xtask codegen [--check]`, `cargo xtask ci`, `cargo xtask truth` and
 //! `cargo xtask bench ast|lsp|diagnostics|eval|debug`.
 
 mod bench;
 mod ci;
 mod codegen;
+mod truth;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,10 +17,12 @@ fn main() -> ExitCode {
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
         ["ci"] => ci::run(),
         ["bench", what] => bench::run(what),
+        ["truth", rest @ ..] => truth::run(rest),
         _ => {
             eprintln!(
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
+                 cargo xtask truth               diagnostics on write against the checkers, on real projects\n  \
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
                  cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace\n  \
                  cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes\n  \
