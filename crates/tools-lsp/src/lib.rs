@@ -12,6 +12,7 @@ mod discovery;
 mod edit;
 mod error;
 mod includes;
+mod leftovers;
 mod lsp;
 mod lsp_code_action;
 mod lsp_rename;
@@ -23,11 +24,13 @@ mod reported;
 mod select;
 mod servers;
 mod session;
+mod stubs;
 mod supervisor;
 
 pub use crate::{
     config::{CheckerFormat, LspConfig, OnWriteConfig, ServerOverride},
     error::{Error, Result},
+    leftovers::{Leftover, LeftoverKind},
     lsp::{
         ActionItem, DiagnosticItem, Lsp, LspInput, LspOutput, Operation, SeverityFilter, SymbolItem,
     },

@@ -408,7 +408,15 @@ impl Lsp {
             partial_result_params: PartialResultParams::default(),
         };
         let operation = input.operation;
-        let found: Vec<(Url, u32)> = match operation {
+        // A symbol an implementation declares and a stub shadows: its uses resolve to the
+        // stub, so references are asked from there too, and the answer says so.
+        let stub = match operation {
+            Operation::References | Operation::Definition => {
+                crate::stubs::stub_declaration(session, &pointed.position).await
+            }
+            _ => None,
+        };
+        let mut found: Vec<(Url, u32)> = match operation {
             Operation::Definition => targets(session.request::<GotoDefinition>(goto).await?),
             Operation::TypeDefinition => {
                 targets(session.request::<GotoTypeDefinition>(goto).await?)
@@ -431,6 +439,52 @@ impl Lsp {
                 .map(|location| (location.uri, location.range.start.line))
                 .collect(),
         };
+        let mut stub_note = None;
+        if let Some(stub) = &stub {
+            let shown = workspace.display(&stub.path);
+            let line = stub.position.position.line;
+            match operation {
+                Operation::References => {
+                    let through_stub = session
+                        .request::<References>(ReferenceParams {
+                            text_document_position: stub.position.clone(),
+                            work_done_progress_params: WorkDoneProgressParams::default(),
+                            partial_result_params: PartialResultParams::default(),
+                            context: ReferenceContext {
+                                include_declaration: true,
+                            },
+                        })
+                        .await?
+                        .unwrap_or_default();
+                    found = union_of_uses(
+                        std::mem::take(&mut found),
+                        through_stub
+                            .into_iter()
+                            .map(|location| (location.uri, location.range.start.line))
+                            .collect(),
+                    );
+                    stub_note = Some(format!(
+                        "a stub declares `{}` ({shown}:{}): uses that resolve to the stub and \
+                         to the implementation are both listed",
+                        pointed.target.aimed,
+                        line + 1
+                    ));
+                }
+                _ => {
+                    if let Ok(uri) = Url::from_file_path(&stub.path)
+                        && !found.iter().any(|(u, _)| *u == uri)
+                    {
+                        found.push((uri, line));
+                    }
+                    stub_note = Some(format!(
+                        "a stub declares `{}` too ({shown}:{}): callers outside its module \
+                         see the stub's signature",
+                        pointed.target.aimed,
+                        line + 1
+                    ));
+                }
+            }
+        }
         let mut quoter = Quoter::new(workspace);
         quoter.know(
             &pointed.opened.path,
@@ -498,6 +552,7 @@ impl Lsp {
             text.push_str(&place.render());
         }
         let mut notes = pointed.notes();
+        notes.extend(stub_note);
         notes.extend(page_note(places.len(), total, page, spread && files > 1));
         if operation == Operation::References {
             notes.extend(project_view_note(session));
@@ -1366,6 +1421,30 @@ pub(crate) fn render_diagnostic(item: &DiagnosticItem) -> String {
     text
 }
 
+/// Two answers to `references` as one: each use once, where a line has as many uses as the
+/// answer with more of them there (two calls on one line stay two), in order of appearance.
+fn union_of_uses(first: Vec<(Url, u32)>, second: Vec<(Url, u32)>) -> Vec<(Url, u32)> {
+    let mut order: Vec<(Url, u32)> = Vec::new();
+    let mut counts: std::collections::HashMap<(Url, u32), [usize; 2]> =
+        std::collections::HashMap::new();
+    for (index, list) in [first, second].into_iter().enumerate() {
+        for key in list {
+            let count = counts.entry(key.clone()).or_insert_with(|| {
+                order.push(key);
+                [0, 0]
+            });
+            count[index] += 1;
+        }
+    }
+    order
+        .into_iter()
+        .flat_map(|key| {
+            let [a, b] = counts[&key];
+            std::iter::repeat_n(key, a.max(b))
+        })
+        .collect()
+}
+
 /// Definition-like answers as (file, line of the name).
 fn targets(answer: Option<GotoDefinitionResponse>) -> Vec<(Url, u32)> {
     match answer {
@@ -1503,6 +1582,28 @@ mod tests {
             ..item
         };
         assert_eq!(render_diagnostic(&project), "error: mismatched types");
+    }
+
+    #[test]
+    fn lsp_5_uses_found_from_a_stub_and_its_implementation_are_each_listed_once() {
+        let url = |name: &str| Url::parse(&format!("file:///p/{name}")).unwrap();
+        let from_implementation = vec![(url("more.py"), 10), (url("more.py"), 40)];
+        let from_stub = vec![
+            (url("more.pyi"), 3),
+            (url("more.py"), 10),
+            (url("use.py"), 7),
+            (url("use.py"), 7),
+        ];
+        assert_eq!(
+            union_of_uses(from_implementation, from_stub),
+            [
+                (url("more.py"), 10),
+                (url("more.py"), 40),
+                (url("more.pyi"), 3),
+                (url("use.py"), 7),
+                (url("use.py"), 7),
+            ]
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! synced back to the server, and each file reported with its number of edits.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use async_lsp::lsp_types::request::{PrepareRenameRequest, Rename};
 use async_lsp::lsp_types::{OneOf, PrepareRenameResponse, RenameParams, WorkDoneProgressParams};
@@ -13,23 +13,14 @@ use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace, Writ
 
 pub use crate::apply::RenamedFile;
 use crate::apply::apply_edit;
-use crate::render::{Place, plural, quote};
-use crate::servers::ServerSpec;
+use crate::leftovers::{Found, Leftover, LeftoverKind};
+use crate::render::{plural, quote};
+use crate::select::per_file_counts;
+use crate::session::Session;
 use crate::supervisor::LspSupervisor;
 
 /// How many remaining occurrences of the old name a rename lists.
 const REMAINING_CAP: usize = 10;
-
-/// Folders whose files are not the project's own: a rename does not reach them.
-const NOT_SEARCHED: &[&str] = &[
-    "node_modules",
-    "target",
-    "venv",
-    ".venv",
-    "__pycache__",
-    "build",
-    "dist",
-];
 
 /// Rename a symbol everywhere it is used, through the project's language server: every
 /// reference in every file is updated (and a module file renamed, where the language ties
@@ -69,12 +60,15 @@ pub struct LspRenameOutput {
     /// Edits over all files.
     pub total_edits: usize,
     /// Whole-identifier occurrences of the old name still in the project's files of the
-    /// language (headers and stubs included) after the rename, at most 10.
+    /// language (headers and stubs included) after the rename, code first, at most 10.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub remaining: Vec<Place>,
+    pub remaining: Vec<Leftover>,
     /// How many there are in all.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub remaining_total: usize,
+    /// How many of them are in code (compiled or not), not in comments or strings.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub remaining_in_code: usize,
     /// What the project's language servers found in the written files (diagnostics on write,
     /// LSP-6); present only when a server covers one of them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -196,9 +190,12 @@ impl Tool for LspRename {
                 Some(_) => {}
             }
         }
+        // A declaration a stub shadows: renamed from the stub, which every use resolves to.
+        let stub = crate::stubs::stub_declaration(session, &position).await;
+        let rename_at = stub.as_ref().map_or(position, |stub| stub.position.clone());
         let edit = session
             .request::<Rename>(RenameParams {
-                text_document_position: position,
+                text_document_position: rename_at,
                 new_name: new_name.clone(),
                 work_done_progress_params: WorkDoneProgressParams::default(),
             })
@@ -243,40 +240,20 @@ impl Tool for LspRename {
         let search_name = old_name.trim_start_matches("r#").to_owned();
         let spec = std::sync::Arc::clone(&session.spec);
         let root = session.root.clone();
-        let (remaining, remaining_total) = tokio::task::spawn_blocking(move || {
-            remaining_uses(&spec, &root, &search_name, REMAINING_CAP)
-        })
-        .await
-        .unwrap_or_default();
-        let remaining: Vec<Place> = remaining
-            .into_iter()
-            .map(|(path, line, line_text)| Place {
-                path: workspace.display(&path),
-                line,
-                text: quote(&line_text),
-            })
-            .collect();
-        if remaining_total > 0 {
+        let mut found =
+            tokio::task::spawn_blocking(move || crate::leftovers::find(&spec, &root, &search_name))
+                .await
+                .unwrap_or_default();
+        mark_inactive(session, &mut found).await;
+        let (remaining, remaining_total, remaining_in_code) =
+            render_leftovers(&mut text, &found, &old_name, &server, workspace);
+        if let Some(stub) = &stub {
             text.push_str(&format!(
-                "\n{} of `{old_name}` {} that {server} did not rename (they may be in \
-                 disabled code, stubs, comments or strings, or be another symbol of that \
-                 name); nothing was changed there:",
-                plural(remaining_total, "occurrence"),
-                if remaining_total == 1 {
-                    "remains"
-                } else {
-                    "remain"
-                }
+                "\nRenamed from the stub's declaration ({}:{}), so the uses that resolve to \
+                 the stub are renamed too.",
+                workspace.display(&stub.path),
+                stub.position.position.line + 1
             ));
-            for place in &remaining {
-                text.push_str(&format!("\n  {}", place.render()));
-            }
-            if remaining_total > remaining.len() {
-                text.push_str(&format!(
-                    "\n  ({} more not listed)",
-                    remaining_total - remaining.len()
-                ));
-            }
         }
         for note in opened
             .notes
@@ -294,12 +271,134 @@ impl Tool for LspRename {
                 total_edits,
                 remaining,
                 remaining_total,
+                remaining_in_code,
                 diagnostics: None,
             },
         )
         .touching(applied.touched)
         .previously(applied.previous))
     }
+}
+
+/// Marks the code occurrences that lie in code the server does not compile (rust-analyzer's
+/// `inactive-code` ranges: cfg'd out, features off; a file no `mod` reaches), asking the
+/// server about at most 20 files.
+async fn mark_inactive(session: &Session, found: &mut [Found]) {
+    let mut files: Vec<PathBuf> = found
+        .iter()
+        .filter(|f| f.kind == LeftoverKind::Code)
+        .map(|f| f.path.clone())
+        .collect();
+    files.dedup();
+    for path in files.into_iter().take(20) {
+        let Ok(synced) = session.sync(&path).await else {
+            continue;
+        };
+        let Some(diagnostics) = session
+            .pull_within(&synced.uri, std::time::Duration::from_secs(5))
+            .await
+        else {
+            continue;
+        };
+        let inactive: Vec<(u32, u32)> = diagnostics
+            .iter()
+            .filter(|d| {
+                crate::render::code_text(d.code.as_ref()).as_deref() == Some("inactive-code")
+            })
+            .map(|d| (d.range.start.line, d.range.end.line))
+            .collect();
+        // A file no module declaration reaches (a `mod` the cfg leaves out) is not compiled
+        // at all.
+        let unlinked = diagnostics
+            .iter()
+            .any(|d| crate::render::code_text(d.code.as_ref()).as_deref() == Some("unlinked-file"));
+        for item in found.iter_mut().filter(|f| f.path == path) {
+            if item.kind == LeftoverKind::Code
+                && (unlinked
+                    || inactive
+                        .iter()
+                        .any(|(start, end)| (*start..=*end).contains(&item.line)))
+            {
+                item.kind = LeftoverKind::InactiveCode;
+            }
+        }
+    }
+}
+
+/// Appends what the rename left to `text`: the counts (code apart from comments and strings),
+/// the count per file when the list is capped, then code first. Returns the listed items, the
+/// total and how many are in code.
+fn render_leftovers(
+    text: &mut String,
+    found: &[Found],
+    old_name: &str,
+    server: &str,
+    workspace: &Workspace,
+) -> (Vec<Leftover>, usize, usize) {
+    let total = found.len();
+    if total == 0 {
+        return (Vec::new(), 0, 0);
+    }
+    let counts = crate::leftovers::counts(found);
+    let code = counts.get(&LeftoverKind::Code).copied().unwrap_or(0);
+    let inactive = counts
+        .get(&LeftoverKind::InactiveCode)
+        .copied()
+        .unwrap_or(0);
+    let prose = counts
+        .get(&LeftoverKind::CommentOrString)
+        .copied()
+        .unwrap_or(0);
+    text.push_str(&format!(
+        "\n{} of `{old_name}` {} that {server} did not rename; nothing was changed there:",
+        plural(total, "occurrence"),
+        if total == 1 { "remains" } else { "remain" }
+    ));
+    let mut parts = Vec::new();
+    if code > 0 {
+        parts.push(format!(
+            "{code} in code (uses {server} did not see, e.g. through a stub or in another \
+             project, or another symbol of that name)"
+        ));
+    }
+    if inactive > 0 {
+        parts.push(format!(
+            "{inactive} in code the current cfg/features do not compile"
+        ));
+    }
+    if prose > 0 {
+        parts.push(format!("{prose} in comments, strings or docstrings"));
+    }
+    text.push_str(&format!("\n  {}.", parts.join("; ")));
+    let mut ordered: Vec<&Found> = found.iter().collect();
+    ordered.sort_by_key(|f| f.kind);
+    if total > REMAINING_CAP {
+        let keys: Vec<String> = found.iter().map(|f| workspace.display(&f.path)).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        text.push_str(&format!("\n  Per file: {}.", per_file_counts(&keys)));
+    }
+    let listed: Vec<Leftover> = ordered
+        .into_iter()
+        .take(REMAINING_CAP)
+        .map(|f| Leftover {
+            path: workspace.display(&f.path),
+            line: f.line + 1,
+            text: quote(&f.line_text),
+            kind: f.kind,
+        })
+        .collect();
+    for item in &listed {
+        text.push_str(&format!("\n  {}:{}: {}", item.path, item.line, item.text));
+        match item.kind {
+            LeftoverKind::InactiveCode => text.push_str("  (not compiled: cfg/features)"),
+            LeftoverKind::CommentOrString => text.push_str("  (comment or string)"),
+            LeftoverKind::Code => {}
+        }
+    }
+    if total > listed.len() {
+        text.push_str(&format!("\n  ({} more not listed)", total - listed.len()));
+    }
+    (listed, total, code + inactive)
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -319,67 +418,6 @@ fn written_name(new_name: &str, new_texts: &BTreeMap<String, usize>) -> String {
         .map_or_else(|| new_name.to_owned(), |(text, _)| text.clone())
 }
 
-/// Where `name` still occurs as a whole identifier in the files of `spec`'s languages under
-/// `root` (`.gitignore` respected, dependency folders left out): the first `cap` as (path,
-/// 1-based line, line text) in path and line order, and how many there are in all.
-fn remaining_uses(
-    spec: &ServerSpec,
-    root: &Path,
-    name: &str,
-    cap: usize,
-) -> (Vec<(PathBuf, u32, String)>, usize) {
-    let mut listed = Vec::new();
-    let mut total = 0;
-    if name.is_empty() {
-        return (listed, total);
-    }
-    let finder = memchr::memmem::Finder::new(name.as_bytes());
-    let walk = ignore::WalkBuilder::new(root)
-        .require_git(false)
-        .sort_by_file_path(|a, b| a.cmp(b))
-        .filter_entry(|entry| !NOT_SEARCHED.contains(&entry.file_name().to_string_lossy().as_ref()))
-        .build();
-    for entry in walk.flatten() {
-        let path = entry.path();
-        if !entry.file_type().is_some_and(|kind| kind.is_file()) || spec.language_id(path).is_none()
-        {
-            continue;
-        }
-        let Ok(bytes) = tools_core::read_regular(path) else {
-            continue;
-        };
-        if finder.find(&bytes).is_none() {
-            continue;
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        for (index, line) in text.lines().enumerate() {
-            let found = word_positions(line, name).count();
-            if found == 0 {
-                continue;
-            }
-            total += found;
-            if listed.len() < cap {
-                listed.push((
-                    path.to_path_buf(),
-                    u32::try_from(index + 1).unwrap_or(u32::MAX),
-                    line.to_owned(),
-                ));
-            }
-        }
-    }
-    (listed, total)
-}
-
-/// The byte offsets in `text` where `word` occurs as a whole identifier.
-fn word_positions<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
-    let ident = |ch: char| ch.is_alphanumeric() || ch == '_' || ch == '$';
-    text.match_indices(word).filter_map(move |(start, _)| {
-        let before = text[..start].chars().next_back();
-        let after = text[start + word.len()..].chars().next();
-        (!before.is_some_and(ident) && !after.is_some_and(ident)).then_some(start)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,26 +430,5 @@ mod tests {
         assert_eq!(written_name("fn", &texts(&[("r#fn", 3)])), "r#fn");
         assert_eq!(written_name("total", &texts(&[("total", 2)])), "total");
         assert_eq!(written_name("x", &texts(&[])), "x");
-    }
-
-    #[test]
-    fn lsp_8_uses_the_server_left_are_found_as_whole_identifiers() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::write(
-            root.join("stack.h"),
-            "void ts_stack_halt(Stack *);\nvoid ts_stack_halted(void);\n",
-        )
-        .unwrap();
-        std::fs::write(root.join("stack.c"), "void renamed(Stack *s) {}\n").unwrap();
-        std::fs::write(root.join("notes.md"), "ts_stack_halt\n").unwrap();
-        let spec = crate::servers::builtin()
-            .into_iter()
-            .find(|s| s.name == "clangd")
-            .unwrap();
-        let (listed, total) = remaining_uses(&spec, root, "ts_stack_halt", 10);
-        assert_eq!(total, 1);
-        assert_eq!(listed[0].0, root.join("stack.h"));
-        assert_eq!(listed[0].1, 1);
     }
 }

@@ -260,7 +260,7 @@ fn python_files(root: &std::path::Path) {
             ),
             (
                 "app/stubbed.py",
-                "def scale(value: int) -> int:\n    return value * 2\n",
+                "def scale(value: int) -> int:\n    \"\"\"Doubles: scale(1) == 2.\"\"\"\n    return value * 2\n",
             ),
             ("app/stubbed.pyi", "def scale(value: int) -> int: ...\n"),
             (
@@ -438,8 +438,32 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     .await;
     assert!(fallout(&diagnostics).is_empty(), "{shown}");
 
-    // A rename the server applies only in part says what it left: the stub, and the file
-    // that reaches the name through it.
+    // A definition a stub shadows (LSP-5, SPEC section 10): its uses resolve to the stub,
+    // and references from the implementation find them too, saying a stub declares it.
+    let references = call_ok(
+        &server,
+        "lsp",
+        json!({"operation": "references", "file": "app/stubbed.py", "line": 1, "symbol": "scale"}),
+    )
+    .await;
+    for place in [
+        "\napp/stub_user.py:1: from app.stubbed import scale",
+        "\napp/stub_user.py:5: return scale(3)",
+        "\napp/stubbed.py:1: def scale(value: int) -> int:",
+        "\napp/stubbed.pyi:1: def scale(value: int) -> int: ...",
+    ] {
+        assert!(references.contains(place), "{place}: {references}");
+    }
+    assert!(
+        references.contains(
+            "a stub declares `scale` (app/stubbed.pyi:1): uses that resolve to the stub and to \
+             the implementation are both listed"
+        ),
+        "{references}"
+    );
+
+    // A rename from there goes through the stub: every use is renamed, and what is left is
+    // text in a docstring, listed as such.
     let renamed = call_ok(
         &server,
         "lsp_rename",
@@ -448,20 +472,29 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     .await;
     assert!(
         renamed.contains(
-            "occurrences of `scale` remain that basedpyright did not rename (they may be in \
-             disabled code, stubs, comments or strings, or be another symbol of that name); \
-             nothing was changed there:"
+            "\n1 occurrence of `scale` remains that basedpyright did not rename; nothing was \
+             changed there:\n  1 in comments, strings or docstrings.\n  \
+             app/stubbed.py:2: \"\"\"Doubles: scale(1) == 2.\"\"\"  (comment or string)"
         ),
         "{renamed}"
     );
     assert!(
-        renamed.contains("\n  app/stubbed.pyi:1: def scale(value: int) -> int: ..."),
+        renamed.contains("Renamed from the stub's declaration (app/stubbed.pyi:1)"),
         "{renamed}"
     );
-    assert!(
-        renamed.contains("\n  app/stub_user.py:5: return scale(3)"),
-        "{renamed}"
-    );
+    for (file, expected) in [
+        ("app/stubbed.pyi", "def double(value: int) -> int: ...\n"),
+        (
+            "app/stub_user.py",
+            "from app.stubbed import double\n\n\ndef go() -> int:\n    return double(3)\n",
+        ),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(root.join(file)).unwrap(),
+            expected,
+            "{renamed}"
+        );
+    }
 
     // A listed quick fix can be applied, with diagnostics on write after it.
     let actions = call_ok(
@@ -563,9 +596,10 @@ async fn lsp_8_c_a_rename_without_a_compile_database_says_what_it_left_and_does_
     );
     assert!(
         renamed.contains(
-            "\n1 occurrence of `ts_stack_halt` remains that clangd did not rename (they may be \
-             in disabled code, stubs, comments or strings, or be another symbol of that name); \
-             nothing was changed there:\n  src/stack.h:6: void ts_stack_halt(Stack *self);"
+            "\n1 occurrence of `ts_stack_halt` remains that clangd did not rename; nothing was \
+             changed there:\n  1 in code (uses clangd did not see, e.g. through a stub or in \
+             another project, or another symbol of that name).\n  \
+             src/stack.h:6: void ts_stack_halt(Stack *self);"
         ),
         "{renamed}"
     );

@@ -541,6 +541,46 @@ fn lsp_2_rust_status_with_a_missing_binary_says_where_it_looked() {
 }
 
 #[test]
+fn lsp_8_rust_rename_lists_feature_gated_calls_first_and_apart_from_comments() {
+    // rust-analyzer does not analyse code a feature leaves out, so it cannot rename the call
+    // there: the leftover list puts it first, flagged, before the doc comment's mention.
+    if !available(Server::RustAnalyzer) {
+        return;
+    }
+    run(async {
+        let fx = Fixture::temp(
+            "//- /Cargo.toml\n[package]\nname = \"gated\"\nversion = \"0.1.0\"\n\
+             edition = \"2021\"\n\n[features]\nextra = []\n\n[workspace]\n\
+             //- /src/lib.rs\n/// Like `add`, twice.\npub fn twice() -> u32 {\n    add(1, 1) + \
+             add(2, 2)\n}\n\npub fn add(left: u32, right: u32) -> u32 {\n    left + right\n}\n\n\
+             #[cfg(feature = \"extra\")]\nmod extra;\n\
+             //- /src/extra.rs\npub fn extra() -> u32 {\n    crate::add(3, 3)\n}\n",
+        );
+        let result = fx
+            .call(
+                "lsp_rename",
+                json!({"file": "src/lib.rs", "line": 6, "symbol": "add", "new_name": "plus"}),
+            )
+            .await;
+        let text = ok(&result);
+        assert!(
+            text.contains(
+                "\n2 occurrences of `add` remain that rust-analyzer did not rename; nothing was \
+                 changed there:\n  1 in code the current cfg/features do not compile; 1 in \
+                 comments, strings or docstrings.\n  \
+                 src/extra.rs:2: crate::add(3, 3)  (not compiled: cfg/features)\n  \
+                 src/lib.rs:1: /// Like `add`, twice.  (comment or string)"
+            ),
+            "{text}"
+        );
+        let structured = result.structured.unwrap();
+        assert_eq!(structured["remaining_total"], 2);
+        assert_eq!(structured["remaining_in_code"], 1);
+        assert_eq!(structured["remaining"][0]["kind"], "inactive_code");
+    });
+}
+
+#[test]
 fn lsp_8_rust_rename_changes_every_file_and_the_server_sees_it() {
     if !available(Server::RustAnalyzer) {
         return;
