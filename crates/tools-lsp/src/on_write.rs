@@ -163,6 +163,7 @@ impl DiagnosticsOnWrite {
                 Some((path.clone(), String::from_utf8(bytes).ok()?))
             })
             .collect();
+        tracing::debug!(files = named.len(), "diagnostics on write: before the tool");
         let (before, _) = self.targets(workspace, &named, deadline).await;
         if !before.is_empty() {
             with_progress(
@@ -172,7 +173,9 @@ impl DiagnosticsOnWrite {
             .await;
         }
 
+        tracing::debug!("baselines taken; the tool runs");
         let mut result = next().await;
+        tracing::debug!("the tool ran");
         if result.is_error || result.touched.is_empty() {
             return result;
         }
@@ -284,7 +287,10 @@ impl DiagnosticsOnWrite {
         let publishes = session.shared.publishes();
         let mut reported = self.reported();
         for (uri, published) in publishes {
-            if let Ok(path) = uri.to_file_path() {
+            // Known files keep what they have (and cost nothing on every later write).
+            if let Ok(path) = uri.to_file_path()
+                && !reported.knows(&path)
+            {
                 reported.baseline(&path, &merge_passes(published.diagnostics), None);
             }
         }
