@@ -200,22 +200,8 @@ impl Shared {
         after: u64,
         deadline: tokio::time::Instant,
     ) -> bool {
-        let mut changes = self.subscribe();
-        loop {
-            {
-                let state = self.state();
-                if state.diagnostics.get(uri).is_some_and(|p| p.count > after) {
-                    return true;
-                }
-                if state.ended.is_some() {
-                    return false;
-                }
-            }
-            match tokio::time::timeout_at(deadline, changes.changed()).await {
-                Ok(Ok(())) => {}
-                _ => return false,
-            }
-        }
+        self.wait_publish_where(uri, deadline, |p| p.count > after)
+            .await
     }
 
     /// Waits until `deadline` for a publish for `uri` after the `after`th that is for
@@ -228,15 +214,25 @@ impl Shared {
         version: i32,
         deadline: tokio::time::Instant,
     ) -> bool {
+        self.wait_publish_where(uri, deadline, |p| {
+            p.count > after && p.version == Some(version)
+        })
+        .await
+    }
+
+    /// Waits until `deadline` for `uri`'s last publish to satisfy `done`; false at the
+    /// deadline or when the connection ended.
+    async fn wait_publish_where(
+        &self,
+        uri: &Url,
+        deadline: tokio::time::Instant,
+        done: impl Fn(&Published) -> bool,
+    ) -> bool {
         let mut changes = self.subscribe();
         loop {
             {
                 let state = self.state();
-                if state
-                    .diagnostics
-                    .get(uri)
-                    .is_some_and(|p| p.count > after && p.version == Some(version))
-                {
+                if state.diagnostics.get(uri).is_some_and(&done) {
                     return true;
                 }
                 if state.ended.is_some() {
