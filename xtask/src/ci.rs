@@ -19,6 +19,14 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("maturin", "maturin>=1.9,<2"),
     ("pytest", "pytest"),
     ("mcp", "mcp==2.3.0"),
+    // The clients and SDKs the wire-contract tests hold the results and definitions to:
+    // pydantic-ai's MCP toolset (over FastMCP's client), the Agents SDK's strict-schema pass,
+    // and mypy over a loop with the `openai` and `anthropic` SDKs' own parameter types.
+    ("pydantic_ai", "pydantic-ai-slim[mcp]==2.78.0"),
+    ("agents", "openai-agents==0.24.0"),
+    ("openai", "openai==3.63.0"),
+    ("anthropic", "anthropic==2.17.0"),
+    ("mypy", "mypy==2.4.1"),
 ];
 
 /// The umbrella's family features; each must build alone.
@@ -35,20 +43,7 @@ const DEBUGPY: &str = "debugpy==1.8.22";
 pub(crate) fn run() -> anyhow::Result<()> {
     let root = crate::project_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-
-    step(
-        "rustup",
-        &[
-            "component",
-            "add",
-            "rustfmt",
-            "clippy",
-            "rust-analyzer",
-            "rust-src",
-        ],
-        &root,
-    )?;
-    install_language_servers(&root)?;
+    setup()?;
     step(&cargo, &["fmt", "--all", "--", "--check"], &root)?;
     step(
         &cargo,
@@ -103,6 +98,26 @@ pub(crate) fn run() -> anyhow::Result<()> {
     eprintln!("\n$ cargo xtask truth");
     crate::truth::run(&[])?;
     Ok(())
+}
+
+/// `cargo xtask setup`: installs what the tests need (toolchain components, language servers,
+/// debug adapters, the Python and Node packages), each only when missing, without running
+/// anything; `cargo xtask ci` begins with it.
+pub(crate) fn setup() -> anyhow::Result<()> {
+    let root = crate::project_root();
+    step(
+        "rustup",
+        &[
+            "component",
+            "add",
+            "rustfmt",
+            "clippy",
+            "rust-analyzer",
+            "rust-src",
+        ],
+        &root,
+    )?;
+    install_language_servers(&root)
 }
 
 /// Builds the Python wheel (dev profile: the release profile's fat LTO takes minutes), installs

@@ -1,4 +1,5 @@
-//! Project automation: `cargo xtask codegen [--check]`, `cargo xtask ci`, `cargo xtask truth` and
+//! Project automation: `cargo xtask codegen [--check]`, `cargo xtask setup`, `cargo xtask ci`,
+//! `cargo xtask truth` and
 //! `cargo xtask bench ast|lsp|diagnostics|eval|debug`.
 
 mod bench;
@@ -16,11 +17,13 @@ fn main() -> ExitCode {
         ["codegen"] => codegen::run(codegen::Mode::Write),
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
         ["ci"] => ci::run(),
+        ["setup"] => ci::setup(),
         ["bench", what] => bench::run(what),
         ["truth", rest @ ..] => truth::run(rest),
         _ => {
             eprintln!(
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
+                 cargo xtask setup               install what the tests need, and nothing else\n  \
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
                  cargo xtask truth               diagnostics on write against the checkers, on real projects\n  \
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \

@@ -132,7 +132,8 @@ impl NativeRun {
             .detach(|| {
                 // Supervisors are built inside the runtime: they may start tasks.
                 let _entered = runtime.enter();
-                let settings = Settings::load(&options)?;
+                let mut settings = Settings::load(&options)?;
+                settings.how_to_allow = "create the Run with `approval=\"allow\"`".to_owned();
                 let dispatcher = settings.dispatcher(port)?;
                 anyhow::Ok((dispatcher, settings.shutdown_bound))
             })
@@ -151,13 +152,20 @@ impl NativeRun {
             .map_err(|error| PyRuntimeError::new_err(error.to_string()))
     }
 
-    /// The tools in the shape `format` takes, as a JSON array.
-    fn tool_definitions(&self, format: &str) -> PyResult<String> {
+    /// The tools in the shape `format` takes, as a JSON array; `strict`: OpenAI's strict mode.
+    #[pyo3(signature = (format, strict=false))]
+    fn tool_definitions(&self, format: &str, strict: bool) -> PyResult<String> {
+        if strict && !format.starts_with("openai") {
+            return Err(PyValueError::new_err(format!(
+                "strict=True is OpenAI's strict mode, for format \"openai\" or \"openai-responses\", \
+                 not {format:?}; leave strict out for {format:?}"
+            )));
+        }
         let dispatcher = self.dispatcher()?;
         let definitions = dispatcher
             .tools()
             .into_iter()
-            .map(|spec| definition(spec, format))
+            .map(|spec| definition(spec, format, strict))
             .collect::<PyResult<Vec<_>>>()?;
         serde_json::to_string(&definitions)
             .map_err(|error| PyRuntimeError::new_err(error.to_string()))
@@ -322,26 +330,34 @@ fn end_run(runtime: &tokio::runtime::Runtime, dispatcher: &Dispatcher, bound: Du
     });
 }
 
-/// A tool definition in the shape an API takes.
-fn definition(spec: &ToolSpec, format: &str) -> PyResult<serde_json::Value> {
+/// A tool definition in the shape an API takes; `strict` (OpenAI's formats only) gives the
+/// schema in strict mode's form and says so.
+fn definition(spec: &ToolSpec, format: &str, strict: bool) -> PyResult<serde_json::Value> {
     use serde_json::json;
-    let parameters = serde_json::Value::Object(spec.input_schema.clone());
+    let parameters = match strict {
+        true => serde_json::Value::Object(tools_core::strict_schema(&spec.input_schema)),
+        false => serde_json::Value::Object(spec.input_schema.clone()),
+    };
     match format {
-        // Chat Completions' `tools` entries.
-        "openai" => Ok(json!({
-            "type": "function",
-            "function": {
+        // Chat Completions' `tools` entries; `strict` only when asked for.
+        "openai" => {
+            let mut function = json!({
                 "name": spec.name,
                 "description": spec.description,
                 "parameters": parameters,
-            },
-        })),
-        // The Responses API's function tools.
+            });
+            if strict {
+                function["strict"] = json!(true);
+            }
+            Ok(json!({"type": "function", "function": function}))
+        }
+        // The Responses API's function tools, where `strict` is a required field.
         "openai-responses" => Ok(json!({
             "type": "function",
             "name": spec.name,
             "description": spec.description,
             "parameters": parameters,
+            "strict": strict,
         })),
         // The Messages API's client tools.
         "anthropic" => Ok(json!({

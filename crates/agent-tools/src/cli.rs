@@ -19,7 +19,7 @@ use tools_core::{
     Surface, ToolCall,
 };
 
-use crate::{McpRun, McpServer, RunOptions, Settings, catalog};
+use crate::{McpRun, McpServer, RunOptions, Settings};
 
 /// Built-in tools for coding agents, bound to one workspace.
 #[derive(Debug, Parser)]
@@ -43,14 +43,14 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
-    /// List the tools with their tiers, descriptions and schemas.
+    /// List the tools `serve` lists with the same settings (with `ask_user`, which `serve`
+    /// lists to clients that can show cards), with tiers, descriptions and schemas.
     Tools {
-        /// Only the tools this surface sees.
-        #[arg(long, default_value = "full")]
-        surface: Surface,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        run: RunArgs,
     },
 }
 
@@ -158,6 +158,17 @@ where
             eprintln!("error: {error:#}");
             2
         }
+    }
+}
+
+/// Prints `text` and a newline on standard output; a reader that has gone (`| head`) ends
+/// the output quietly, as for any shell tool.
+fn print_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write to standard output"),
     }
 }
 
@@ -332,28 +343,37 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
                 Ok(1)
             } else {
-                println!("{}", result.text);
+                print_out(&result.text)?;
                 Ok(0)
             }
         }
-        Command::Tools { surface, json } => {
-            let registry = catalog()?;
-            let specs: Vec<_> = registry
-                .specs()
-                .filter(|spec| surface.allows(spec.tier))
-                .collect();
-            if json {
-                println!("{}", serde_json::to_string_pretty(&specs)?);
-            } else {
-                for spec in specs {
-                    println!(
-                        "{:<16} {:<6} {}",
-                        spec.name,
-                        spec.tier,
-                        summary(&spec.description)
-                    );
-                }
-            }
+        Command::Tools { json, run } => {
+            // The run `serve` would build, with a question port as for a client that shows
+            // cards; nothing starts until a call, and no call is made.
+            let settings = run.settings()?;
+            let port: Arc<dyn QuestionPort> = Arc::new(NoHuman {
+                reason: "listing tools only".to_owned(),
+            });
+            let dispatcher = settings.dispatcher(Some(port))?;
+            let specs = dispatcher.tools();
+            let text = match json {
+                true => serde_json::to_string_pretty(&specs)?,
+                false => specs
+                    .iter()
+                    .map(|spec| {
+                        format!(
+                            "{:<16} {:<6} {}",
+                            spec.name,
+                            spec.tier,
+                            summary(&spec.description)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            };
+            let printed = print_out(&text);
+            dispatcher.shutdown(Duration::from_secs(1)).await;
+            printed?;
             Ok(0)
         }
     }

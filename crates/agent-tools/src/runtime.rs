@@ -231,6 +231,8 @@ pub struct Settings {
     pub shutdown_bound: Duration,
     /// The sandbox prefix processes start through (EVAL-9), if any.
     pub sandbox: Option<Vec<String>>,
+    /// How the operator allows write and exec calls, for refusals to say.
+    pub how_to_allow: String,
     /// The language servers' configuration.
     #[cfg(feature = "lsp")]
     pub lsp: tools_lsp::LspConfig,
@@ -263,6 +265,7 @@ impl Settings {
             cancel_grace: config.run.cancel_grace()?,
             shutdown_bound: config.run.shutdown()?,
             sandbox: Some(config.sandbox.command.clone()).filter(|argv| !argv.is_empty()),
+            how_to_allow: tools_core::ALLOW_WITH_FLAG.to_owned(),
             #[cfg(feature = "lsp")]
             lsp: config.lsp.clone(),
             #[cfg(feature = "vibe")]
@@ -353,6 +356,7 @@ impl Settings {
             approval: self.approval,
             max_output_bytes: self.max_output_bytes,
             cancel_grace: self.cancel_grace,
+            how_to_allow: self.how_to_allow.clone(),
         };
         Ok(Dispatcher::new(builder.registry(), options))
     }

@@ -68,6 +68,7 @@ pub struct AskUserOutput {
     /// The labels of the options picked, in card order.
     pub selected: Vec<String>,
     /// What the person typed, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
 

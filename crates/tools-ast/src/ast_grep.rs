@@ -48,10 +48,13 @@ pub struct AstMatch {
     /// The file, relative to the workspace root.
     pub path: String,
     /// 1-based line of the match's start.
+    #[schemars(range(min = 1))]
     pub line: usize,
     /// 1-based column (in characters) of the match's start.
+    #[schemars(range(min = 1))]
     pub column: usize,
     /// 1-based line of the match's end.
+    #[schemars(range(min = 1))]
     pub end_line: usize,
     /// The matched code.
     pub text: String,

@@ -62,7 +62,7 @@ pub trait Wrapper: Send + Sync + 'static {
 }
 
 /// How a dispatcher treats calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatcherOptions {
     /// Which tiers are listed and callable (CORE-4).
     pub surface: Surface,
@@ -72,7 +72,13 @@ pub struct DispatcherOptions {
     pub max_output_bytes: usize,
     /// How long a cancelled tool that stops by itself gets before it is dropped.
     pub cancel_grace: Duration,
+    /// How the operator of this host allows write and exec calls, for refusals to say (the
+    /// CLI's flag; the Python bindings' `approval="allow"`).
+    pub how_to_allow: String,
 }
+
+/// How a `serve` operator allows write and exec calls.
+pub const ALLOW_WITH_FLAG: &str = "start the server with `--approval allow`";
 
 impl Default for DispatcherOptions {
     fn default() -> Self {
@@ -81,6 +87,7 @@ impl Default for DispatcherOptions {
             approval: ApprovalPolicy::Ask,
             max_output_bytes: 100 * 1024,
             cancel_grace: Duration::from_secs(5),
+            how_to_allow: ALLOW_WITH_FLAG.to_owned(),
         }
     }
 }
@@ -173,8 +180,8 @@ impl Dispatcher {
     }
 
     /// The options it was built with.
-    pub fn options(&self) -> DispatcherOptions {
-        self.inner.options
+    pub fn options(&self) -> &DispatcherOptions {
+        &self.inner.options
     }
 
     /// The tools this surface lists, sorted by name (CORE-4).
@@ -366,6 +373,9 @@ impl Inner {
                 .spawn(async move { this.run_call(call, id, caller).await })
         };
         let result = match task.await {
+            #[cfg(any(test, feature = "validate-output"))]
+            Ok(result) => this.check_output(&name, result),
+            #[cfg(not(any(test, feature = "validate-output")))]
             Ok(result) => result,
             Err(error) if error.is_panic() => {
                 let message = panic_message(error.into_panic().as_ref());
@@ -379,6 +389,36 @@ impl Inner {
         };
         guard.disarm();
         limit_output(result, max)
+    }
+
+    /// In builds with `validate-output` (every crate's tests): a structured result that does
+    /// not match the tool's output schema becomes an error naming the mismatch, so a result
+    /// the official MCP SDKs would reject fails the test that produced it.
+    #[cfg(any(test, feature = "validate-output"))]
+    fn check_output(&self, name: &str, result: ToolResult) -> ToolResult {
+        let (Some(registered), Some(structured)) =
+            (self.registry.tools.get(name), result.structured.as_ref())
+        else {
+            return result;
+        };
+        let problems: Vec<String> = registered
+            .output_validator
+            .iter_errors(structured)
+            .map(|error| format!("{error} at `{}`", error.instance_path()))
+            .collect();
+        if problems.is_empty() {
+            return result;
+        }
+        let message = format!(
+            "the structured result does not match the output schema: {}; the result was {structured}",
+            problems.join("; ")
+        );
+        tracing::error!(tool = %name, %message, "invalid structured result");
+        eprintln!("`{name}`: {message}");
+        ToolResult::error(&ToolError::Internal {
+            tool: name.to_owned(),
+            message,
+        })
     }
 
     async fn run_call(self: Arc<Self>, call: ToolCall, id: u64, caller: Caller) -> ToolResult {
@@ -564,13 +604,12 @@ impl Inner {
             ))),
             ApprovalPolicy::Ask => {
                 let Some(questions) = self.registry.run().questions.as_ref() else {
-                    return Err(denied(
+                    return Err(denied(format!(
                         "the approval policy is `ask` and no approver is connected, so write and \
                          exec calls are refused; do not retry — the operator can connect a client \
-                         that answers elicitation requests, or start the server with \
-                         `--approval allow`"
-                            .to_owned(),
-                    ));
+                         that answers elicitation requests, or {}",
+                        self.options.how_to_allow
+                    )));
                 };
                 let question = format!(
                     "Allow the agent to run `{}` ({} tier)?",

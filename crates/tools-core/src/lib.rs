@@ -22,13 +22,13 @@ pub use crate::{
     approval::ApprovalPolicy,
     context::{CallContext, Origin, Progress, ProgressSink, report_progress},
     dispatch::{
-        Bridge, CallOptions, Dispatcher, DispatcherOptions, MAX_BRIDGE_DEPTH, Next,
-        ShutdownSummary, ToolCall, Wrapper,
+        ALLOW_WITH_FLAG, Bridge, CallOptions, Dispatcher, DispatcherOptions, MAX_BRIDGE_DEPTH,
+        Next, ShutdownSummary, ToolCall, Wrapper,
     },
     error::{ArgumentError, Error, Result, ToolError},
     question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
     registry::{Registry, RegistryBuilder, Run, Shutdown, ToolSpec},
-    schema::{schema_for, schema_signature, type_signature},
+    schema::{output_schema_for, schema_for, schema_signature, strict_schema, type_signature},
     tier::{Surface, Tier},
     tool::{AnyTool, Image, Lane, PreparedCall, RunCall, Tool, ToolOutput, ToolResult, Writes},
     workspace::{

@@ -141,6 +141,9 @@ impl ToolSpec {
 pub(crate) struct Registered {
     pub(crate) spec: ToolSpec,
     pub(crate) tool: Arc<dyn AnyTool>,
+    /// The output schema compiled, in builds that check every result against it.
+    #[cfg(any(test, feature = "validate-output"))]
+    pub(crate) output_validator: Arc<jsonschema::Validator>,
 }
 
 /// Collects a run's tools and wrappers; families call [`RegistryBuilder::register`] from
@@ -177,7 +180,24 @@ impl RegistryBuilder {
                 "a tool of this name was already registered"
             );
         }
-        self.tools.insert(spec.name, Registered { spec, tool });
+        #[cfg(any(test, feature = "validate-output"))]
+        let output_validator =
+            match jsonschema::validator_for(&Value::Object(spec.output_schema.clone())) {
+                Ok(validator) => Arc::new(validator),
+                Err(error) => panic!(
+                    "the output schema of `{}` does not compile: {error}",
+                    spec.name
+                ),
+            };
+        self.tools.insert(
+            spec.name,
+            Registered {
+                spec,
+                tool,
+                #[cfg(any(test, feature = "validate-output"))]
+                output_validator,
+            },
+        );
         self
     }
 

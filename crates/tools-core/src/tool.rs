@@ -10,7 +10,10 @@ use schemars::JsonSchema;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use crate::{ArgumentError, CallContext, Tier, ToolError, Workspace, schema_for, schema_signature};
+use crate::{
+    ArgumentError, CallContext, Tier, ToolError, Workspace, output_schema_for, schema_for,
+    schema_signature,
+};
 
 /// A tool as a family writes it: typed input and output, a name, a tier.
 ///
@@ -322,7 +325,7 @@ impl<T: Tool> AnyTool for T {
     }
 
     fn output_schema(&self) -> serde_json::Map<String, Value> {
-        schema_for::<T::Output>()
+        output_schema_for::<T::Output>()
     }
 
     fn prepare(
@@ -352,6 +355,8 @@ impl<T: Tool> AnyTool for T {
                 });
             }
         };
+        let mut arguments = arguments;
+        absent_when_null(&mut arguments, &schema_for::<T::Input>());
         let input: T::Input = serde_path_to_error::deserialize(arguments).map_err(|error| {
             let field = error.path().to_string();
             ArgumentError {
@@ -394,5 +399,40 @@ impl<T: Tool> AnyTool for T {
             })
         });
         Ok(PreparedCall { writes, check })
+    }
+}
+
+/// Drops every optional field sent as `null`, as the schema says which are optional: an
+/// explicit `null` means absent, whatever the field's Rust type (a `bool` with a default, an
+/// enum), so clients that fill every field (OpenAI's strict mode sends `null` for the ones
+/// the model leaves out) decode as those that omit them. Required fields keep their `null`
+/// and are refused by name.
+fn absent_when_null(value: &mut Value, schema: &serde_json::Map<String, Value>) {
+    match value {
+        Value::Object(fields) => {
+            let Some(Value::Object(properties)) = schema.get("properties") else {
+                return;
+            };
+            let required = |name: &str| {
+                schema
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .is_some_and(|names| names.iter().any(|n| n == name))
+            };
+            fields.retain(|name, field| !field.is_null() || required(name));
+            for (name, field) in fields.iter_mut() {
+                if let Some(Value::Object(property)) = properties.get(name) {
+                    absent_when_null(field, property);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(Value::Object(item)) = schema.get("items") {
+                for value in items {
+                    absent_when_null(value, item);
+                }
+            }
+        }
+        _ => {}
     }
 }

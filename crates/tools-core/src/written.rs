@@ -75,6 +75,7 @@ pub enum FileState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct IntroducedDiagnostic {
     /// 1-based line.
+    #[schemars(range(min = 1))]
     pub line: u32,
     /// `error` or `warning`.
     pub severity: String,

@@ -122,6 +122,7 @@ pub struct Resolved {
     /// The name that matched (`lldb-dap-19`).
     pub matched: String,
     /// The version it reports, when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }
 
@@ -131,12 +132,15 @@ pub struct AdapterReport {
     /// Which adapter.
     pub adapter: AdapterId,
     /// The folder (workspace-relative, `.` for the root) holding a root marker, and which.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub marker: Option<String>,
     /// The binary (for debugpy: the interpreter) found, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub binary: Option<Resolved>,
     /// Whether a session can start.
     pub usable: bool,
     /// Why not, and what to install or create.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
 }
 

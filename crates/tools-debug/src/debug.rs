@@ -151,12 +151,17 @@ pub struct StopPlace {
     /// Why (`breakpoint`, `step`, `pause`, `exception`, …).
     pub reason: String,
     /// The thread that stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<i64>,
     /// The top frame's file (workspace-relative when inside it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// The top frame's 1-based line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub line: Option<u32>,
     /// The top frame's id, for `scopes` and `evaluate`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub frame_id: Option<i64>,
 }
 
@@ -166,15 +171,22 @@ pub struct DebugOutput {
     /// The operation that ran.
     pub operation: String,
     /// The adapter of the session, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub adapter: Option<AdapterId>,
     /// The session's state after the call (`stopped`, `running`, `exited with code 0`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     /// Where the program stopped, when it is stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<StopPlace>,
     /// The exit code, when the program exited.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     /// `adapters`: one report per adapter.
     pub adapters: Vec<AdapterReport>,
+    /// The whole answer as the text shows it: the stack, the variables, a value, the
+    /// program's output, the breakpoints set.
+    pub answer: String,
 }
 
 /// The `debug` tool over a [`DebugSupervisor`].
@@ -223,9 +235,14 @@ impl Tool for Debug {
         // An expired session is told once, by the next call, whatever it is (DBG-4).
         let notice = self.supervisor.take_notice(&conversation);
         let answer = self.run(&context, &conversation, input).await;
+        let answer = answer.map(|mut output| {
+            output.structured.answer = output.text.clone();
+            output
+        });
         match (notice, answer) {
             (Some(notice), Ok(mut output)) => {
                 output.text = format!("note: {notice}\n\n{}", output.text);
+                output.structured.answer = output.text.clone();
                 Ok(output)
             }
             (Some(notice), Err(ToolError::Failed(message))) => {

@@ -75,7 +75,10 @@ pub struct EvalOutput {
     /// Why the previous kernel's state was lost, when it was lost without a `reset`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state_lost: Option<String>,
-    /// How many images the result carries.
+    /// What the cell printed and its value, then how it ended (a traceback, what stopped it),
+    /// as the text answer shows them.
+    pub output: String,
+    /// How many images the result carries (as image content, in order).
     pub images: usize,
     /// Bytes of output cut from the middle.
     pub output_cut_bytes: u64,
@@ -185,6 +188,9 @@ impl Tool for Eval {
                 "[the previous {language} kernel {why}; its variables and imports were lost]\n"
             ));
         }
+        let printed = cell.transcript.render();
+        text.push_str(&printed);
+        let outcome = outcome(language, &printed, cell.images.is_empty(), &cell.ending);
         let output = EvalOutput {
             language,
             interpreter: kernel.interpreter.clone(),
@@ -192,13 +198,11 @@ impl Tool for Eval {
             pid: kernel.pid,
             new_kernel,
             state_lost,
+            output: format!("{printed}{}", outcome.text),
             images: cell.images.len(),
             output_cut_bytes: cell.transcript.cut_bytes(),
             duration_ms: duration.as_millis() as u64,
         };
-        let printed = cell.transcript.render();
-        text.push_str(&printed);
-        let outcome = outcome(language, &printed, cell.images.is_empty(), &cell.ending);
         if let Some(why) = outcome.kernel_lost {
             if let Some(kernel) = live.remove(&language) {
                 kernel.stop().await;

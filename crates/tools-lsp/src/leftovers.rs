@@ -47,6 +47,7 @@ pub struct Leftover {
     /// The file, workspace-relative.
     pub path: String,
     /// 1-based line.
+    #[schemars(range(min = 1))]
     pub line: u32,
     /// The line's text, trimmed.
     pub text: String,

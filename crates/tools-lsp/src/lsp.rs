@@ -67,6 +67,7 @@ pub struct LspInput {
     pub file: Option<String>,
     /// The 1-based line of `symbol` in `file`.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub line: Option<u32>,
     /// The identifier on that line to ask about, copied from the line.
     #[serde(default)]
@@ -74,6 +75,7 @@ pub struct LspInput {
     /// Which occurrence of `symbol` on the line, when it occurs more than once (1-based;
     /// default 1).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,
     /// For `symbols`: a name, or part of one, to search the workspace for (with `file`:
     /// to look for in that file's symbols).
@@ -192,6 +194,7 @@ pub struct SymbolItem {
     pub kind: String,
     pub path: String,
     /// 1-based line of its name.
+    #[schemars(range(min = 1))]
     pub line: u32,
     /// Nesting depth in a file's outline (0 at the top).
     pub depth: usize,
@@ -206,6 +209,7 @@ pub struct DiagnosticItem {
     pub path: String,
     /// 1-based line, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub line: Option<u32>,
     /// `error` or `warning` (checkers may add `info` and `note`).
     pub severity: String,

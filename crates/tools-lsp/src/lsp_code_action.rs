@@ -27,6 +27,7 @@ pub struct LspCodeActionInput {
     /// The file, relative to the workspace root.
     pub file: String,
     /// The 1-based line of `symbol` in `file`.
+    #[schemars(range(min = 1))]
     pub line: u32,
     /// The identifier on that line the action is for, copied from the line.
     pub symbol: String,
@@ -35,6 +36,7 @@ pub struct LspCodeActionInput {
     /// Which occurrence of `symbol` on the line, when it occurs more than once (1-based;
     /// default 1).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,
 }
 

@@ -37,6 +37,7 @@ pub struct LspRenameInput {
     /// The file, relative to the workspace root.
     pub file: String,
     /// The 1-based line of `symbol` in `file`.
+    #[schemars(range(min = 1))]
     pub line: u32,
     /// The identifier on that line to rename, copied from the line.
     pub symbol: String,
@@ -45,6 +46,7 @@ pub struct LspRenameInput {
     /// Which occurrence of `symbol` on the line, when it occurs more than once (1-based;
     /// default 1).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,
 }
 

@@ -34,6 +34,7 @@ pub struct Place {
     /// The file, relative to the workspace root (absolute when outside it).
     pub path: String,
     /// 1-based line.
+    #[schemars(range(min = 1))]
     pub line: u32,
     /// That line's text, trimmed.
     pub text: String,

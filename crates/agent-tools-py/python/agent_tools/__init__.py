@@ -19,7 +19,17 @@ import json
 import os
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Union, overload
+
+if TYPE_CHECKING:
+    # The definitions are typed as the SDKs' own parameter types, so a loop that hands them
+    # to `client.chat.completions.create(tools=...)` or `client.messages.create(tools=...)`
+    # type-checks. Without the SDK installed these resolve to Any.
+    from typing import Literal
+
+    from anthropic.types import ToolParam as _AnthropicTool
+    from openai.types.chat import ChatCompletionFunctionToolParam as _OpenAITool
+    from openai.types.responses import FunctionToolParam as _ResponsesTool
 
 from agent_tools import _native
 
@@ -226,13 +236,31 @@ class Run:
             for spec in json.loads(self._native.tools())
         ]
 
-    def tool_definitions(self, format: str = "openai") -> list[dict]:
+    @overload
+    def tool_definitions(
+        self, format: Literal["openai"] = ..., strict: bool = ...
+    ) -> List[_OpenAITool]: ...
+    @overload
+    def tool_definitions(
+        self, format: Literal["openai-responses"], strict: bool = ...
+    ) -> List[_ResponsesTool]: ...
+    @overload
+    def tool_definitions(
+        self, format: Literal["anthropic"], strict: Literal[False] = ...
+    ) -> List[_AnthropicTool]: ...
+    @overload
+    def tool_definitions(self, format: str, strict: bool = ...) -> List[Dict[str, Any]]: ...
+
+    def tool_definitions(self, format: str = "openai", strict: bool = False) -> List[Any]:
         """The tools in the shape an API takes, to hand to a model as they are.
 
         `format`: "openai" (Chat Completions `tools`), "openai-responses" (Responses API
         function tools), "anthropic" (Messages API `tools`) or "mcp" (`tools/list`).
+        `strict=True` (the OpenAI formats) gives each schema in strict mode's form, every
+        optional argument nullable and required, and marks the tool `strict`; the run takes
+        `null` for an argument as absent. The Responses shape always carries `strict`.
         """
-        return json.loads(self._native.tool_definitions(format))
+        return json.loads(self._native.tool_definitions(format, strict))
 
     def call(
         self,

@@ -27,7 +27,7 @@ class NativeRun:
     ) -> None: ...
     def tools(self) -> str:
         """The listed tools' specs, a JSON array."""
-    def tool_definitions(self, format: str) -> str:
+    def tool_definitions(self, format: str, strict: bool = False) -> str:
         """The listed tools in an API's shape, a JSON array."""
     def call(
         self,

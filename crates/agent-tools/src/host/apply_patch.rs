@@ -34,6 +34,7 @@ pub struct PatchedFile {
     /// What happened to it.
     pub action: PatchAction,
     /// The old path, for a rename.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub renamed_from: Option<String>,
     /// Lines added.
     pub added: usize,

@@ -18,9 +18,11 @@ pub struct ReadInput {
     pub path: String,
     /// The first line to show, 1-based. Default 1.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub offset: Option<usize>,
     /// How many lines to show. Default 2000.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub limit: Option<usize>,
 }
 
@@ -35,6 +37,11 @@ pub struct ReadOutput {
     pub last_line: usize,
     /// How many lines the file has.
     pub total_lines: usize,
+    /// The lines shown, each as its number, a tab and its text (as the text answer has them).
+    pub content: String,
+    /// Where to continue (`offset` of the next call), when the file has more lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
 }
 
 /// The `read` tool.
@@ -80,6 +87,8 @@ impl Tool for Read {
                 first_line: 0,
                 last_line: 0,
                 total_lines: 0,
+                content: String::new(),
+                next_offset: None,
             };
             return Ok(ToolOutput::new(format!("{shown} is empty"), output));
         }
@@ -103,6 +112,7 @@ impl Tool for Read {
                 None => out.push_str(&format!("{number:>width$}\t{line}\n")),
             }
         }
+        let content = out.clone();
         if last < total || offset > 1 {
             out.push_str(&format!("({shown}: lines {offset}–{last} of {total}"));
             if last < total {
@@ -115,6 +125,8 @@ impl Tool for Read {
             first_line: offset,
             last_line: last,
             total_lines: total,
+            content,
+            next_offset: (last < total).then_some(last + 1),
         };
         Ok(ToolOutput::new(out, output))
     }

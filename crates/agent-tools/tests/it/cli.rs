@@ -2,7 +2,7 @@
 
 use std::process::{Command, Stdio};
 
-use crate::support::workspace;
+use crate::support::{Client, Server, workspace};
 
 fn agent_tools(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_agent-tools"))
@@ -93,13 +93,13 @@ fn ask_5_call_without_a_terminal_has_no_human_and_fails_at_once() {
 
 #[test]
 fn prod_3_tools_lists_names_tiers_and_schemas() {
-    let out = agent_tools(&["tools", "--surface", "plan"]);
+    let out = agent_tools(&["tools", "--surface", "plan", "--vibe"]);
     let listing = String::from_utf8(out.stdout).unwrap();
     let names: Vec<&str> = listing
         .lines()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    // Everything this build can serve on the surface, vibe mode's tools included.
+    // The plan surface's tools, vibe mode's among them since `--vibe` asks for them.
     assert_eq!(
         names,
         [
@@ -182,5 +182,60 @@ fn bad_json_arguments_say_what_to_send() {
         String::from_utf8(out.stderr)
             .unwrap()
             .starts_with("error: the arguments are not JSON: {path:; pass an object like")
+    );
+}
+
+/// `tools` lists exactly what `serve` lists to a client that shows cards, for each of the
+/// settings that change the list.
+#[tokio::test]
+async fn prod_3_tools_lists_what_serve_lists_with_the_same_settings() {
+    let dir = workspace();
+    let root = dir.path().to_str().unwrap();
+    for settings in [
+        &[][..],
+        &["--surface", "plan"][..],
+        &["--vibe"][..],
+        &["--surface", "readonly", "--vibe"][..],
+    ] {
+        let mut args = vec!["tools", "--root", root];
+        args.extend_from_slice(settings);
+        let out = agent_tools(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let listed: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap().to_owned())
+            .collect();
+        let server = Server::start(dir.path(), settings, Client::answering(Vec::new())).await;
+        let mut served = server.tool_names().await;
+        served.sort();
+        server.service.cancel().await.unwrap();
+        assert_eq!(listed, served, "with {settings:?}");
+    }
+}
+
+/// A reader that goes away (`agent-tools tools | head -1`) ends the output quietly.
+#[test]
+fn prod_3_a_closed_pipe_ends_the_listing_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+        .args(["tools", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        out.status.success() || out.status.signal() == Some(13),
+        "{:?}: {stderr}",
+        out.status
     );
 }

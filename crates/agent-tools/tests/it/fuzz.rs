@@ -236,29 +236,7 @@ async fn every_tool_survives_generated_arguments() {
         .map(|e| e.unwrap().file_name())
         .collect();
 
-    let workspace = Workspace::new(&root).unwrap();
-    let supervisor =
-        tools_lsp::LspSupervisor::new(workspace.root(), tools_lsp::LspConfig::default()).unwrap();
-    let registry = RunBuilder::new(workspace)
-        .with_ast(tools_ast::SearchOptions::default())
-        .with_lsp(supervisor)
-        .with_vibe(
-            tools_vibe::VibeConfig {
-                fast: vec!["cat".into()],
-                good: vec!["cat".into()],
-                max_workers: 2,
-                state_dir: Some(state.clone()),
-                ..Default::default()
-            },
-            tools_core::Surface::Full,
-        )
-        .with_ask(
-            Arc::new(NoHuman {
-                reason: "the fuzz test has no person".into(),
-            }),
-            Duration::from_secs(1),
-        )
-        .registry();
+    let registry = every_tool(&root, &state);
     let specs: Vec<(String, Value)> = registry
         .specs()
         .map(|spec| {
@@ -337,4 +315,185 @@ async fn every_tool_survives_generated_arguments() {
         siblings_after, siblings_before,
         "a call created something beside the workspace"
     );
+}
+
+/// A run with every family the binary has, over `root`.
+fn every_tool(root: &Path, state: &Path) -> tools_core::Registry {
+    let workspace = Workspace::new(root).unwrap();
+    let supervisor =
+        tools_lsp::LspSupervisor::new(workspace.root(), tools_lsp::LspConfig::default()).unwrap();
+    RunBuilder::new(workspace)
+        .with_ast(tools_ast::SearchOptions::default())
+        .with_lsp(supervisor)
+        .with_vibe(
+            tools_vibe::VibeConfig {
+                fast: vec!["cat".into()],
+                good: vec!["cat".into()],
+                max_workers: 2,
+                state_dir: Some(state.to_path_buf()),
+                ..Default::default()
+            },
+            tools_core::Surface::Full,
+        )
+        .with_ask(
+            Arc::new(NoHuman {
+                reason: "the fuzz test has no person".into(),
+            }),
+            Duration::from_secs(1),
+        )
+        .registry()
+}
+
+/// Clients that fill every field (OpenAI's strict mode) send `null` for each one the model
+/// leaves out: every optional argument of every tool takes it as absent.
+#[tokio::test]
+async fn every_optional_argument_takes_null_as_absent() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let root = sandbox.path().join("workspace");
+    let state = sandbox.path().join("state");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&state).unwrap();
+    let registry = every_tool(&root, &state);
+    let specs: Vec<(String, Map<String, Value>)> = registry
+        .specs()
+        .map(|spec| (spec.name.to_owned(), spec.input_schema.clone()))
+        .collect();
+    // Refused at the gate, so no call that decodes does anything.
+    let dispatcher = Dispatcher::new(
+        registry,
+        DispatcherOptions {
+            approval: ApprovalPolicy::Deny,
+            ..DispatcherOptions::default()
+        },
+    );
+    let mut tried = 0;
+    for (name, schema) in &specs {
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        for field in properties
+            .keys()
+            .filter(|f| !required.contains(&f.as_str()))
+        {
+            tried += 1;
+            let arguments = json!({ field: null });
+            let result = dispatcher
+                .dispatch(ToolCall {
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                })
+                .await;
+            assert!(
+                !result.text.contains(&format!("field `{field}`")),
+                "`{name}` refused {arguments}: {}",
+                result.text
+            );
+        }
+    }
+    assert!(tried > 20, "only {tried} optional arguments found");
+    dispatcher.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Where `schema` breaks a rule of OpenAI's strict mode (Structured Outputs): every object
+/// closed with all its properties required, only the keywords that mode supports, `anyOf`
+/// rather than `oneOf`, and a type on every schema.
+fn strict_violations(schema: &Value, at: &str, out: &mut Vec<String>) {
+    const SUPPORTED: &[&str] = &[
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "description",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "pattern",
+        "minItems",
+        "maxItems",
+    ];
+    let Some(map) = schema.as_object() else {
+        out.push(format!("{at}: not an object schema"));
+        return;
+    };
+    for key in map.keys() {
+        if !SUPPORTED.contains(&key.as_str()) {
+            out.push(format!("{at}: `{key}` is not supported"));
+        }
+    }
+    if !["type", "anyOf", "enum", "const"]
+        .iter()
+        .any(|k| map.contains_key(*k))
+    {
+        out.push(format!("{at}: no type"));
+    }
+    if map.get("type").is_some_and(|t| t == "object") {
+        if map.get("additionalProperties") != Some(&Value::Bool(false)) {
+            out.push(format!("{at}: additionalProperties is not false"));
+        }
+        let properties = map.get("properties").and_then(Value::as_object);
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match properties {
+            None => out.push(format!("{at}: an object without properties")),
+            Some(properties) => {
+                for (name, property) in properties {
+                    if !required.contains(&name.as_str()) {
+                        out.push(format!("{at}.{name}: not required"));
+                    }
+                    strict_violations(property, &format!("{at}.{name}"), out);
+                }
+            }
+        }
+    }
+    if let Some(items) = map.get("items") {
+        strict_violations(items, &format!("{at}[]"), out);
+    }
+    if let Some(Value::Array(variants)) = map.get("anyOf") {
+        for (i, variant) in variants.iter().enumerate() {
+            strict_violations(variant, &format!("{at}|{i}"), out);
+        }
+    }
+}
+
+/// Every tool's input schema, in its strict form, passes OpenAI's strict rules; the plain
+/// form has no format and no `null` in a type (what the TypeScript SDK's Ajv and Gemini's
+/// subset refuse).
+#[test]
+fn every_input_schema_is_portable_and_has_a_strict_form() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let root = sandbox.path().join("workspace");
+    let state = sandbox.path().join("state");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&state).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _entered = runtime.enter();
+    let registry = every_tool(&root, &state);
+    let mut problems = Vec::new();
+    for spec in registry.specs() {
+        let strict = Value::Object(tools_core::strict_schema(&spec.input_schema));
+        strict_violations(&strict, spec.name, &mut problems);
+        for (kind, schema) in [
+            ("input", &spec.input_schema),
+            ("output", &spec.output_schema),
+        ] {
+            let text = serde_json::to_string(schema).unwrap();
+            assert!(!text.contains("\"format\""), "{} {kind}: {text}", spec.name);
+            assert!(!text.contains("\"null\""), "{} {kind}: {text}", spec.name);
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
 }

@@ -475,6 +475,49 @@ async fn wrappers_run_around_the_tools_they_name_in_registration_order() {
     assert_eq!(call(&d, "peek", json!({"text": "x"})).await.text, "x");
 }
 
+/// Drops a required field from `poke`'s structured result, as a tool that skips an empty
+/// field its schema requires would.
+struct DropsText;
+impl Wrapper for DropsText {
+    fn wraps(&self, spec: &ToolSpec) -> bool {
+        spec.name == "poke"
+    }
+    fn around<'a>(
+        &'a self,
+        _: &'a CallContext,
+        _: &'a ToolCall,
+        _: &'a Writes,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let mut result = next().await;
+            result.structured = Some(json!({"txet": "poked"}));
+            result
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_structured_result_off_its_schema_fails_the_test_build() {
+    let d = dispatcher_with(None, allow_all(), |b| {
+        b.wrap(Arc::new(DropsText));
+    });
+    let result = call(&d, "poke", json!({})).await;
+    assert!(result.is_error);
+    assert!(
+        result
+            .text
+            .contains("the structured result does not match the output schema"),
+        "{}",
+        result.text
+    );
+    assert!(
+        result.text.contains(r#""text" is a required property"#),
+        "{}",
+        result.text
+    );
+}
+
 #[tokio::test]
 async fn a_panicking_tool_becomes_an_error_result() {
     let d = dispatcher_with(None, allow_all(), |_| {});
