@@ -1,10 +1,11 @@
-//! `cargo xtask bench ast|lsp|diagnostics|eval|debug`: each family's benchmark against its peer, in one run.
+//! `cargo xtask bench ast|lsp|diagnostics|eval|debug|tokens`: each family's benchmark against its peer, in one run.
 
 mod ast;
 mod debug;
 mod diagnostics;
 mod eval;
 pub(crate) mod lsp;
+mod tokens;
 
 use std::process::Command;
 
@@ -17,8 +18,9 @@ pub(crate) fn run(what: &str) -> anyhow::Result<()> {
         "diagnostics" => diagnostics::run(),
         "eval" => eval::run(),
         "debug" => debug::run(),
+        "tokens" => tokens::run(),
         _ => bail!(
-            "unknown benchmark `{what}`: the benchmarks are ast, lsp, diagnostics, eval and debug"
+            "unknown benchmark `{what}`: the benchmarks are ast, lsp, diagnostics, eval, debug and tokens"
         ),
     }
 }

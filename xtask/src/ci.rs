@@ -151,6 +151,19 @@ fn python_bindings(root: &Path) -> anyhow::Result<()> {
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
         .with_context(|| format!("maturin left no wheel in {}", wheels.display()))?;
+    // The package was once built under the distribution name `agent-tools` (taken on PyPI by
+    // an unrelated project); a venv that still has it would hold the module twice.
+    step(
+        &venv.join("pip").display().to_string(),
+        &[
+            "uninstall",
+            "--quiet",
+            "--yes",
+            "--disable-pip-version-check",
+            "agent-tools",
+        ],
+        root,
+    )?;
     step(
         &venv.join("pip").display().to_string(),
         &[
@@ -264,7 +277,7 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn step(program: &str, args: &[&str], root: &Path) -> anyhow::Result<()> {
+pub(crate) fn step(program: &str, args: &[&str], root: &Path) -> anyhow::Result<()> {
     let mut command = Command::new(program);
     command.args(args).current_dir(root);
     run_command(&format!("{program} {}", args.join(" ")), command)

@@ -5,6 +5,7 @@
 mod bench;
 mod ci;
 mod codegen;
+mod dist;
 mod truth;
 
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ fn main() -> ExitCode {
         ["codegen", "--check"] => codegen::run(codegen::Mode::Check),
         ["ci"] => ci::run(),
         ["setup"] => ci::setup(),
+        ["dist"] => dist::run(),
         ["bench", what] => bench::run(what),
         ["truth", rest @ ..] => truth::run(rest),
         _ => {
@@ -25,12 +27,14 @@ fn main() -> ExitCode {
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
                  cargo xtask setup               install what the tests need, and nothing else\n  \
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
+                 cargo xtask dist                the release wheel and sdist of the Python package, measured\n  \
                  cargo xtask truth               diagnostics on write against the checkers, on real projects\n  \
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
                  cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace\n  \
                  cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes\n  \
                  cargo xtask bench eval          eval's kernels against ipykernel: start and round trip\n  \
-                 cargo xtask bench debug         the debug tool against a direct DAP client (debugpy, lldb-dap)"
+                 cargo xtask bench debug         the debug tool against a direct DAP client (debugpy, lldb-dap)\n  \
+                 cargo xtask bench tokens        what tools/list costs a model, per tool, in o200k tokens"
             );
             return ExitCode::from(2);
         }

@@ -5,10 +5,13 @@ hands the definitions to the real `openai` and `anthropic` clients."""
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from agent_tools import Run
 
@@ -81,12 +84,26 @@ with Run(".", approval="allow") as run:
 '''
 
 
-def test_mypy_accepts_the_loop_with_the_real_sdks(tmp_path):
-    script = tmp_path / "loop.py"
-    script.write_text(LOOP)
-    checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(script)],
+def mypy(script: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", *flags, str(script)],
         capture_output=True,
         text=True,
     )
+
+
+def test_mypy_accepts_the_loops_with_the_real_sdks(tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP)
+    checked = mypy(script, "--strict")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # The package README's own agent loop, as a reader copies it.
+    readme = (REPO / "crates/agent-tools-py/README.md").read_text()
+    block = re.search(r"```python\n(.*?)```", readme, re.S)
+    assert block, "the README has no Python example"
+    script.write_text(block.group(1))
+    checked = mypy(script)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # The check has teeth: definitions as plain dicts are refused.
+    script.write_text(LOOP.replace('run.tool_definitions("anthropic")', "[dict(name='x')]"))
+    assert mypy(script, "--strict").returncode != 0

@@ -17,8 +17,7 @@ use crate::staging::{EditState, EditStore};
 /// staged; if any one changed, the whole edit is rejected and no file is written — stage it
 /// again with `ast_edit`. Otherwise every file is written at once. `discard` drops the edit.
 ///
-/// When a language server covers a written file, the result ends with the errors this call
-/// introduced there (and says so when the server had not finished checking).
+/// The result ends with the errors the write introduced, where a language server covers it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveInput {

@@ -28,7 +28,10 @@ pub use crate::{
     error::{ArgumentError, Error, Result, ToolError},
     question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
     registry::{Registry, RegistryBuilder, Run, Shutdown, ToolSpec},
-    schema::{output_schema_for, schema_for, schema_signature, strict_schema, type_signature},
+    schema::{
+        output_schema_for, schema_for, schema_signature, strict_schema, type_signature,
+        without_descriptions,
+    },
     tier::{Surface, Tier},
     tool::{AnyTool, Image, Lane, PreparedCall, RunCall, Tool, ToolOutput, ToolResult, Writes},
     workspace::{

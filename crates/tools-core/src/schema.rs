@@ -12,21 +12,104 @@
 use schemars::{JsonSchema, Schema, generate::SchemaSettings, transform::Transform};
 use serde_json::{Map, Value};
 
-/// The JSON schema of `T` as arguments decode into it, in the shape every tool's schema has.
+/// The JSON schema of `T` as arguments decode into it, in the shape every tool's schema has:
+/// wholly inline, since some model APIs' schema subsets take no `$ref`.
 pub fn schema_for<T: JsonSchema>() -> Map<String, Value> {
-    generate::<T>(SchemaSettings::draft2020_12())
+    generate::<T>(SchemaSettings::draft2020_12(), true)
 }
 
 /// The JSON schema of `T` as results serialise from it: a field skipped when empty
-/// (`skip_serializing_if`) is optional, whatever its type.
+/// (`skip_serializing_if`) is optional, whatever its type. A type used more than once (a
+/// write report's file entry, a worker view) is defined once under `$defs` and referenced;
+/// the rest is inline.
 pub fn output_schema_for<T: JsonSchema>() -> Map<String, Value> {
-    generate::<T>(SchemaSettings::draft2020_12().for_serialize())
+    let mut schema = generate::<T>(SchemaSettings::draft2020_12().for_serialize(), false);
+    inline_single_uses(&mut schema);
+    schema
 }
 
-fn generate<T: JsonSchema>(settings: SchemaSettings) -> Map<String, Value> {
+/// Inlines every `$defs` entry referenced once, until none is (an inlined one may hold the
+/// only reference to another), and drops `$defs` when it ends empty.
+fn inline_single_uses(schema: &mut Map<String, Value>) {
+    loop {
+        let Some(Value::Object(defs)) = schema.get("$defs") else {
+            return;
+        };
+        let mut uses = std::collections::BTreeMap::<String, usize>::new();
+        count_refs(&Value::Object(schema.clone()), &mut uses);
+        let once: Vec<String> = defs
+            .keys()
+            .filter(|name| uses.get(&reference(name)).copied().unwrap_or(0) <= 1)
+            .cloned()
+            .collect();
+        if once.is_empty() {
+            return;
+        }
+        let mut defs = match schema.remove("$defs") {
+            Some(Value::Object(defs)) => defs,
+            _ => return,
+        };
+        let inlined: Map<String, Value> = once
+            .iter()
+            .filter_map(|name| Some((reference(name), defs.remove(name)?)))
+            .collect();
+        let mut root = Value::Object(std::mem::take(schema));
+        replace_refs(&mut root, &inlined);
+        let mut remaining = Value::Object(defs);
+        replace_refs(&mut remaining, &inlined);
+        *schema = match root {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        if let Value::Object(remaining) = remaining
+            && !remaining.is_empty()
+        {
+            schema.insert("$defs".to_owned(), Value::Object(remaining));
+        }
+    }
+}
+
+fn reference(name: &str) -> String {
+    format!("#/$defs/{name}")
+}
+
+fn count_refs(value: &Value, uses: &mut std::collections::BTreeMap<String, usize>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref") {
+                *uses.entry(target.clone()).or_default() += 1;
+            }
+            map.values().for_each(|v| count_refs(v, uses));
+        }
+        Value::Array(items) => items.iter().for_each(|v| count_refs(v, uses)),
+        _ => {}
+    }
+}
+
+/// Replaces each `{"$ref": target, …}` whose target is in `inlined` by that schema, the
+/// referring schema's own keys (its description) kept over the definition's.
+fn replace_refs(value: &mut Value, inlined: &Map<String, Value>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref")
+                && let Some(Value::Object(definition)) = inlined.get(target)
+            {
+                map.remove("$ref");
+                for (key, field) in definition {
+                    map.entry(key.clone()).or_insert_with(|| field.clone());
+                }
+            }
+            map.values_mut().for_each(|v| replace_refs(v, inlined));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| replace_refs(v, inlined)),
+        _ => {}
+    }
+}
+
+fn generate<T: JsonSchema>(settings: SchemaSettings, inline: bool) -> Map<String, Value> {
     let generator = settings
         .with(|settings| {
-            settings.inline_subschemas = true;
+            settings.inline_subschemas = inline;
             settings.meta_schema = None;
         })
         .with_transform(ClosedObjects)
@@ -103,6 +186,7 @@ impl Transform for Portable {
         {
             map.remove("format");
         }
+        fold_constants(map);
         let required: Vec<String> = map
             .get("required")
             .and_then(Value::as_array)
@@ -123,6 +207,52 @@ impl Transform for Portable {
                 }
             }
         }
+    }
+}
+
+/// A `oneOf` of string constants (a Rust enum whose variants have doc comments) as a plain
+/// `enum`, each variant's doc folded into the description: one short line per choice instead
+/// of a schema per choice, and a form Gemini's schema subset and strict validators take.
+fn fold_constants(map: &mut Map<String, Value>) {
+    let Some(Value::Array(variants)) = map.get("oneOf") else {
+        return;
+    };
+    let mut names = Vec::new();
+    let mut docs = Vec::new();
+    for variant in variants {
+        let Some(variant) = variant.as_object() else {
+            return;
+        };
+        let (Some(Value::String(name)), true) = (
+            variant.get("const"),
+            variant
+                .keys()
+                .all(|k| ["const", "type", "description"].contains(&k.as_str())),
+        ) else {
+            return;
+        };
+        names.push(Value::String(name.clone()));
+        match variant.get("description").and_then(Value::as_str) {
+            Some(doc) => docs.push(format!(
+                "`{name}`: {}",
+                doc.replace('\n', " ").trim_end_matches('.')
+            )),
+            None => docs.push(format!("`{name}`")),
+        }
+    }
+    map.remove("oneOf");
+    map.insert("type".to_owned(), Value::String("string".to_owned()));
+    map.insert("enum".to_owned(), Value::Array(names));
+    if docs.iter().any(|doc| doc.contains(':')) {
+        let lead = map
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|lead| format!("{lead} "))
+            .unwrap_or_default();
+        map.insert(
+            "description".to_owned(),
+            Value::String(format!("{lead}{}", docs.join("; "))),
+        );
     }
 }
 
@@ -150,6 +280,41 @@ fn not_null(property: &mut Map<String, Value>) {
             // The field's own description and default win over the variant type's.
             property.entry(key).or_insert(value);
         }
+    }
+}
+
+/// `schema` without its descriptions, for the output schema on the wire: there it is a contract
+/// for validators (field names and types), while the meanings are in the tool's generated
+/// documentation (`docs/tools/`) and the model reads the answer itself.
+pub fn without_descriptions(schema: &Map<String, Value>) -> Map<String, Value> {
+    schema
+        .iter()
+        .filter(|(key, _)| *key != "description")
+        .map(|(key, value)| {
+            let value = match (key.as_str(), value) {
+                // Names of properties and definitions are not keywords: a field may be
+                // called `description`.
+                ("properties" | "$defs", Value::Object(named)) => Value::Object(
+                    named
+                        .iter()
+                        .map(|(name, schema)| (name.clone(), stripped(schema)))
+                        .collect(),
+                ),
+                ("items" | "additionalProperties" | "not", schema) => stripped(schema),
+                ("anyOf" | "oneOf" | "allOf", Value::Array(schemas)) => {
+                    Value::Array(schemas.iter().map(stripped).collect())
+                }
+                (_, other) => other.clone(),
+            };
+            (key.clone(), value)
+        })
+        .collect()
+}
+
+fn stripped(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(without_descriptions(map)),
+        other => other.clone(),
     }
 }
 

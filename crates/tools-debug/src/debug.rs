@@ -34,28 +34,22 @@ const CONTEXT_LINES: u32 = 2;
 /// (frame_id), `variables` (reference), `evaluate` (expression, frame_id) → `step_over`,
 /// `step_in`, `step_out`, `continue` → `terminate`.
 ///
-/// Operations: `adapters` (which adapters can run here, and why not), `status`, `breakpoints`
-/// (file + lines; empty lines clears the file; works before launch), `launch` (program: the
-/// script, binary or Go package folder, workspace-relative; args; adapter is inferred when
-/// absent), `attach` (port of a `python -m debugpy --listen PORT` process), `continue`, `pause`,
-/// `step_over`, `step_in`, `step_out` (thread_id optional), `threads`, `stack` (thread_id
-/// optional; 30 frames), `scopes` (frame_id), `variables` (reference; 50 children, values cut at
-/// 400 characters), `evaluate` (expression, frame_id optional: the top frame), `output` (what
-/// the program printed since the last call), `terminate` (ends the program and the adapter).
-/// Control operations return when the program stops or exits, or say it is still running
-/// after a timeout.
+/// Also: `adapters` (which can run here, and why not), `status`, `attach` (`port` of a
+/// `debugpy --listen` process), `pause`, `threads`, `output` (what the program printed since
+/// the last call). `breakpoints` works before `launch`; empty `lines` clears a file's.
+/// `stack` shows 30 frames, `variables` 50 children. Control operations return when the
+/// program stops or exits, or say it still runs after a timeout.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DebugInput {
-    /// What to do.
     pub operation: Operation,
-    /// `breakpoints`: the source file, relative to the workspace root.
+    /// `breakpoints`: the source file.
     #[serde(default)]
     pub file: Option<String>,
-    /// `breakpoints`: 1-based line numbers; empty clears the file's breakpoints.
+    /// `breakpoints`: 1-based lines.
     #[serde(default)]
     pub lines: Option<Vec<u32>>,
-    /// `launch`: the script, binary or Go package folder to run, relative to the workspace root.
+    /// `launch`: the script, binary or Go package folder, workspace-relative.
     #[serde(default)]
     pub program: Option<String>,
     /// `launch`: the program's arguments.
@@ -64,16 +58,16 @@ pub struct DebugInput {
     /// `launch`: which adapter; inferred from the program when absent.
     #[serde(default)]
     pub adapter: Option<AdapterId>,
-    /// `attach`: the local port a `debugpy --listen` process listens on.
+    /// `attach`: a local port.
     #[serde(default)]
     pub port: Option<u16>,
-    /// The thread for control operations and `stack`; the last stopped thread when absent.
+    /// For steps and `stack`; default: the last stopped thread.
     #[serde(default)]
     pub thread_id: Option<i64>,
     /// `scopes`, `evaluate`: a frame id from `stack`.
     #[serde(default)]
     pub frame_id: Option<i64>,
-    /// `variables`: a reference from `scopes` or an earlier `variables`.
+    /// `variables`: a reference from `scopes` or `variables`.
     #[serde(default)]
     pub reference: Option<i64>,
     /// `evaluate`: the expression.
@@ -81,43 +75,44 @@ pub struct DebugInput {
     pub expression: Option<String>,
 }
 
-/// A `debug` operation (DBG-5).
+/// A `debug` operation (DBG-5). The tool's description documents each, so the variants
+/// carry plain comments: a doc comment would repeat it in the schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
-    /// Which adapters can run here, and why not.
+    // Which adapters can run here, and why not.
     Adapters,
-    /// Whether a session runs, and where it stopped.
+    // Whether a session runs, and where it stopped.
     Status,
-    /// Sets a file's breakpoints (`file`, `lines`); empty `lines` clears them.
+    // Sets a file's breakpoints (`file`, `lines`); empty `lines` clears them.
     Breakpoints,
-    /// Starts `program` with `args`, stopping at its breakpoints.
+    // Starts `program` with `args`, stopping at its breakpoints.
     Launch,
-    /// Attaches to a debugpy listening on `port`.
+    // Attaches to a debugpy listening on `port`.
     Attach,
-    /// Runs to the next stop.
+    // Runs to the next stop.
     Continue,
-    /// Stops the program where it is.
+    // Stops the program where it is.
     Pause,
-    /// One step, over calls.
+    // One step, over calls.
     StepOver,
-    /// One step, into a call.
+    // One step, into a call.
     StepIn,
-    /// Runs until the current function returns.
+    // Runs until the current function returns.
     StepOut,
-    /// Thread ids and names.
+    // Thread ids and names.
     Threads,
-    /// The frames of a thread (30 at most).
+    // The frames of a thread (30 at most).
     Stack,
-    /// The scopes of `frame_id`, each with a reference.
+    // The scopes of `frame_id`, each with a reference.
     Scopes,
-    /// The children of `reference` (50 at most, values cut at 400 characters).
+    // The children of `reference` (50 at most, values cut at 400 characters).
     Variables,
-    /// Evaluates `expression` in `frame_id` (the top frame when absent).
+    // Evaluates `expression` in `frame_id` (the top frame when absent).
     Evaluate,
-    /// What the program printed since the last call.
+    // What the program printed since the last call.
     Output,
-    /// Ends the program and the adapter.
+    // Ends the program and the adapter.
     Terminate,
 }
 

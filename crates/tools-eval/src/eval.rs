@@ -14,18 +14,15 @@ use crate::EvalOptions;
 use crate::kernel::{Ending, Kernel};
 use crate::kernels::Kernels;
 
-/// Run Python or JavaScript in a persistent kernel: variables, imports and loaded data stay
-/// between calls. The last expression of a cell is shown (end it with `;` to hide it);
-/// `display(x)` shows more. pandas DataFrames come back as markdown tables and matplotlib
-/// figures (`plt.show()`, or any figure left open) as images. Python accepts the IPython
-/// idioms `%pip install pkg`, `%cd dir`, `!cmd`, `x = !cmd`, `%%bash`, `%timeit`, `%%timeit`
-/// and `%env`. `tool(name, args)` calls the run's other tools from inside a cell (blocking in
-/// Python, `await tool(...)` in JavaScript) with the same approval as a direct call; it returns
-/// the tool's text (`.structured` holds its data) and raises on a tool error. A cell that
-/// prints nothing for the idle timeout (5 minutes by default; time spent in `tool()` does not
-/// count) is interrupted and the kernel keeps its state. `reset: true` starts a clean kernel.
-/// Python runs under the project's `.venv`/`venv` interpreter when there is one, else
-/// `python3`; JavaScript under `node`, with top-level `await` and re-declarable `const`/`let`.
+/// Run Python or JavaScript in a persistent kernel: variables, imports and data stay between
+/// calls. A cell's last expression is shown (`;` hides it), `display(x)` shows more; pandas
+/// DataFrames come back as markdown tables, matplotlib figures as images. Python takes the
+/// IPython idioms (`%pip install`, `%cd`, `!cmd`, `%%bash`, `%timeit`, `%env`).
+/// `tool(name, args)` calls the run's other tools from a cell (`await` it in JavaScript),
+/// with the same approval; it returns their text (`.structured`: their data) and raises on
+/// their errors. A cell silent for the idle timeout (5 minutes; time in `tool()` aside) is
+/// interrupted, keeping the kernel's state. Python runs the project's `.venv`/`venv`
+/// interpreter, else `python3`; JavaScript runs `node`, with top-level `await`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalInput {
@@ -36,7 +33,7 @@ pub struct EvalInput {
     /// `python` (the default) or `javascript`.
     #[serde(default)]
     pub language: Language,
-    /// Stop the language's kernel and start a clean one before running the cell.
+    /// Start a clean kernel for the cell.
     #[serde(default)]
     pub reset: bool,
 }

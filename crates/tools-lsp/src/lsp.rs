@@ -27,69 +27,50 @@ use crate::supervisor::{LspSupervisor, ServerReport};
 /// implementations and uses, its signature and docs, a file's outline, a workspace symbol
 /// search, the quick fixes on offer, and errors and warnings.
 ///
-/// Point at code with a 1-based `line` and the `symbol` text on that line (an identifier as it
-/// is written there, e.g. `parse_config` or `Config::load`; qualified text aims at its last
-/// segment) — never a column. If the symbol occurs several times on the line, the answer says
-/// which occurrence was used; pass `occurrence` to pick another.
+/// Point at code with a 1-based `line` and the `symbol` text on that line as written there
+/// (`parse_config`; `Config::load` aims at `load`), never a column; `occurrence` picks among
+/// repeats on the line.
 ///
-/// Operations:
 /// - `definition`, `type_definition`, `implementation`, `references`, `hover`,
-///   `code_actions`: need `file`, `line` and `symbol`. A listed code action is applied with
-///   the `lsp_code_action` tool.
-/// - `symbols`: with `query`, searches the whole workspace (exact name matches first, the
-///   workspace's files before dependencies); with `file`, lists that file's outline (its
-///   top-level items and their members first); with both, the symbols of that file whose
-///   name contains `query`.
-/// - `diagnostics`: with a `file`, its errors and warnings now; with `file: "*"`, runs the
-///   project checker (cargo check, basedpyright, tsc, go vet, dart analyze) on the project;
-///   `file: "src/parser/*"` keeps the findings under that folder, `severity: "error"` keeps
-///   errors only.
+///   `code_actions` (apply one with `lsp_code_action`): need `file`, `line`, `symbol`.
+/// - `symbols`: `query` searches the workspace (exact names first); `file` lists its outline;
+///   both: that file's symbols matching `query`.
+/// - `diagnostics`: a `file`'s errors and warnings now; `file: "*"` runs the project checker
+///   (cargo check, basedpyright, tsc, go vet, dart analyze), `"src/parser/*"` keeps that
+///   folder's findings, `severity: "error"` errors only.
+/// - `status`: which servers can run here, and why not; `reload`: restarts a server after a
+///   project change it missed.
 ///
-/// Long lists (`references`, `symbols`, `diagnostics "*"`) start with a count per file of
-/// everything found, then list a page: `max_results` (up to 1000) and `offset` page through
-/// them.
-/// - `status`: which servers can run here, for which roots, and why the others cannot.
-/// - `reload`: restarts the server of `file` (or every running server) after a project
-///   change the server did not pick up.
-///
-/// Results are `path:LINE: text` lines, paths relative to the workspace root. A server starts
-/// on the first call that needs it; that call may wait while the project is indexed.
+/// Long lists start with a count per file, then a page (`max_results`, `offset`). Results
+/// are `path:LINE: text` lines. A first call may wait while the project is indexed.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspInput {
-    /// What to ask: definition, type_definition, implementation, references, hover, symbols,
-    /// code_actions, diagnostics, status or reload.
     pub operation: Operation,
-    /// The source file, relative to the workspace root. With `diagnostics`, `"*"` runs the
-    /// project checker, and a folder prefix ending in `*` (`src/parser/*`) runs it and lists
-    /// only the findings in files under that prefix.
+    /// The source file, workspace-relative (for `diagnostics`, also `"*"` or `dir/*`).
     #[serde(default)]
     pub file: Option<String>,
     /// The 1-based line of `symbol` in `file`.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub line: Option<u32>,
-    /// The identifier on that line to ask about, copied from the line.
+    /// The identifier on that line, copied from it.
     #[serde(default)]
     pub symbol: Option<String>,
-    /// Which occurrence of `symbol` on the line, when it occurs more than once (1-based;
-    /// default 1).
+    /// Which occurrence of `symbol` on the line (default 1).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,
-    /// For `symbols`: a name, or part of one, to search the workspace for (with `file`:
-    /// to look for in that file's symbols).
+    /// `symbols`: a name or part of one.
     #[serde(default)]
     pub query: Option<String>,
-    /// For `references`, `symbols` and `diagnostics` with `"*"`: how many to list (defaults
-    /// 50, 100 for a symbol search, 200 for a file's symbols; at most 1000).
+    /// How many of a long list to show (at most 1000).
     #[serde(default)]
     pub max_results: Option<u32>,
-    /// For the same lists: where the listed page starts (0-based), to page through a long
-    /// list in path order; the answer says which `offset` shows the next page.
+    /// Where the page of a long list starts (0-based); the answer names the next one.
     #[serde(default)]
     pub offset: Option<u32>,
-    /// For `diagnostics` with `"*"`: `error` lists errors only, `warning` warnings only.
+    /// `diagnostics` with `"*"`: only errors, or only warnings.
     #[serde(default)]
     pub severity: Option<SeverityFilter>,
 }

@@ -17,10 +17,9 @@ use crate::supervisor::LspSupervisor;
 /// (add a missing import, fill in match arms, remove an unused variable) or a refactoring —
 /// by its title, as `lsp` with operation `code_actions` lists them at the same place.
 ///
-/// Point at the code with a 1-based `line` and the `symbol` text on that line, as for `lsp`,
-/// and give the action's `title` (the whole title, or a part of it that only one action's
-/// title contains). Every file the action changes is written, or none. The result lists each
-/// changed file with its number of edits, then the errors the change introduced.
+/// Point at the code with `line` and `symbol` as for `lsp`, and give the action's `title`
+/// (or a part only one title contains). Every file the action changes is written, or none;
+/// the result lists them with their edits, then the errors the change introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspCodeActionInput {
@@ -33,8 +32,7 @@ pub struct LspCodeActionInput {
     pub symbol: String,
     /// The action's title as `code_actions` lists it, or a part only one title contains.
     pub title: String,
-    /// Which occurrence of `symbol` on the line, when it occurs more than once (1-based;
-    /// default 1).
+    /// Which occurrence of `symbol` on the line (default 1).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,

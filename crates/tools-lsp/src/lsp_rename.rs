@@ -29,8 +29,7 @@ const REMAINING_CAP: usize = 10;
 /// Point at the symbol with a 1-based `line` and the `symbol` text on that line, as for
 /// `lsp`. The result lists each changed file with its number of edits.
 ///
-/// When a language server covers a written file, the result ends with the errors this call
-/// introduced there (and says so when the server had not finished checking).
+/// The result ends with the errors the write introduced, where a language server covers it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspRenameInput {
@@ -43,8 +42,7 @@ pub struct LspRenameInput {
     pub symbol: String,
     /// The new name.
     pub new_name: String,
-    /// Which occurrence of `symbol` on the line, when it occurs more than once (1-based;
-    /// default 1).
+    /// Which occurrence of `symbol` on the line (default 1).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,

@@ -17,8 +17,7 @@ use super::{read_snapshot, update_failed};
 /// nothing: if any hunk of any file does not apply, no file is changed and the error says
 /// which hunk and why.
 ///
-/// When a language server covers a written file, the result ends with the errors this call
-/// introduced there (and says so when the server had not finished checking).
+/// The result ends with the errors the write introduced, where a language server covers it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyPatchInput {

@@ -14,8 +14,7 @@ use super::{blocking, line_of, plural, read_snapshot, update_failed};
 /// included) and, unless `replace_all` is true, exactly once: include enough surrounding
 /// lines to make it unique. Read the file first so you copy the text as it is now.
 ///
-/// When a language server covers a written file, the result ends with the errors this call
-/// introduced there (and says so when the server had not finished checking).
+/// The result ends with the errors the write introduced, where a language server covers it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditInput {

@@ -14,8 +14,7 @@ use super::{count_lines, plural};
 /// new one, never half written. To change part of an existing file prefer `edit`, which
 /// cannot lose what you did not mean to touch.
 ///
-/// When a language server covers a written file, the result ends with the errors this call
-/// introduced there (and says so when the server had not finished checking).
+/// The result ends with the errors the write introduced, where a language server covers it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteInput {

@@ -424,7 +424,11 @@ pub fn mcp_tool(spec: &ToolSpec) -> Tool {
         Arc::new(spec.input_schema.clone()),
     )
     .with_title(spec.title)
-    .with_raw_output_schema(Arc::new(spec.output_schema.clone()))
+    // The output schema as a contract, without its field documentation (in docs/tools):
+    // it is most of a tool's bytes in `tools/list`, and clients only validate against it.
+    .with_raw_output_schema(Arc::new(tools_core::without_descriptions(
+        &spec.output_schema,
+    )))
     .with_annotations(annotations)
 }
 

@@ -16,6 +16,7 @@ mod mcp;
 mod on_write;
 mod protocol;
 mod support;
+mod tokens;
 mod truth;
 mod vibe;
 mod writes;
