@@ -423,7 +423,12 @@ impl Tool for VibeList {
             *counts.entry(worker.status.as_str()).or_insert(0) += 1;
         }
         let summary: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        let mut text = format!("{} workers: {}", workers.len(), summary.join(", "));
+        let noun = if workers.len() == 1 {
+            "worker"
+        } else {
+            "workers"
+        };
+        let mut text = format!("{} {noun}: {}", workers.len(), summary.join(", "));
         for worker in &workers {
             text.push('\n');
             text.push_str(&worker.headline());

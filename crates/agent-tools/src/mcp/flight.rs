@@ -463,6 +463,14 @@ async fn run_task(
                     task.set_status_message(status_line(&result.text));
                     return Err(TaskExit::Cancelled);
                 }
+                // The status names the outcome, not the last progress line ("`eval` is
+                // running" would outlive the call).
+                let verb = if result.is_error { "failed" } else { "completed" };
+                task.set_status_message(format!(
+                    "`{}` {verb}: {}",
+                    flight.name,
+                    status_line(result.text.lines().next().unwrap_or_default())
+                ));
                 // A call that finished its work anyway (a debuggee paused where it was) keeps
                 // its result: cancellation is cooperative.
                 return Ok(crate::mcp::mcp_result(result));

@@ -342,7 +342,11 @@ async fn prod_2_a_long_cell_is_a_task_polled_to_completion_and_a_short_one_answe
             status.is_some(),
             "{era:?}: the cell's output never reached the status"
         );
-        let TaskPayload::Completed { result } = settled(&server, &id).await.payload else {
+        let done = settled(&server, &id).await;
+        // A finished task's status names the outcome, not the last progress line.
+        let said = done.task.status_message.clone().unwrap_or_default();
+        assert!(said.starts_with("`eval` completed"), "{era:?}: {said}");
+        let TaskPayload::Completed { result } = done.payload else {
             panic!("{era:?}: the task completes");
         };
         let text = result["content"][0]["text"].as_str().unwrap();
