@@ -187,17 +187,7 @@ impl Transform for Portable {
             map.remove("format");
         }
         fold_constants(map);
-        let required: Vec<String> = map
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|names| {
-                names
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let required = required_names(map);
         if let Some(Value::Object(properties)) = map.get_mut("properties") {
             for (name, property) in properties.iter_mut() {
                 if !required.contains(name)
@@ -254,6 +244,21 @@ fn fold_constants(map: &mut Map<String, Value>) {
             Value::String(format!("{lead}{}", docs.join("; "))),
         );
     }
+}
+
+/// The names an object schema lists as `required`.
+fn required_names(schema: &Map<String, Value>) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// An optional field's schema without its `null` alternative.
@@ -376,17 +381,7 @@ pub fn strict_schema(schema: &Map<String, Value>) -> Map<String, Value> {
             .as_object()
             .cloned()
             .unwrap_or_default();
-        let required: Vec<String> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|names| {
-                names
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let required = required_names(schema);
         let mut nullable = properties.clone();
         for (name, property) in nullable.iter_mut() {
             if !required.contains(name)
