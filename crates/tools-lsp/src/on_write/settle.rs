@@ -272,7 +272,13 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
             // (analysis on change takes the new text into the run under way) and ended.
             let ran = checks.begun > before.begun
                 || (before.running && session.spec.check == Check::OnChange);
-            if ran && !checks.running && checks.ended > before.ended && ready {
+            // Analysis on change publishes every open file it checked, so its answer for the
+            // text is that publish: a check can begin and end before it took the file in
+            // (basedpyright runs an empty one for the watched-files change that precedes the
+            // open), and its end alone would read as "no errors". An on-save check publishes
+            // only the files it found something in, so there its end is the answer.
+            let answered = session.spec.check != Check::OnChange || fresh;
+            if ran && !checks.running && checks.ended > before.ended && ready && answered {
                 Some(AFTER_CHECK_QUIET)
             } else if checks.begun == before.begun
                 && !before.running
