@@ -8,40 +8,36 @@ use tools_core::{
     Answer, CallContext, Card, CardKind, CardOption, Questions, Tier, Tool, ToolError, ToolOutput,
 };
 
-/// Ask the person running this session a question and wait for their answer.
-///
-/// Use it only when the work cannot go on sensibly without a human decision: a choice between
-/// designs with real trade-offs, a missing requirement, permission for something risky. Do not
-/// ask what you can find out by reading the code. The person sees a numbered card with your
-/// question, the context and the options; they may pick options, type an answer, or skip.
-/// A skipped question is not an error: proceed on a stated assumption and do not ask it again.
+/// Ask the person running this session and wait for the answer. Only when the work cannot
+/// sensibly go on without a human decision (a design trade-off, a missing requirement,
+/// permission for something risky), never for what the code tells. They may pick an option,
+/// type, or skip; a skip is not an error: proceed on a stated assumption, do not ask again.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskUserInput {
-    /// The question, in one or two sentences, answerable without reading the code.
+    /// One or two sentences, answerable without reading the code.
     pub question: String,
-    /// Why you ask and what depends on the answer; shown under the question.
+    /// Why you ask, what depends on it.
     #[serde(default)]
     pub context: Option<String>,
-    /// Choices to offer, most likely first. Leave empty for an open question.
+    /// Choices, most likely first; none for an open question.
     #[serde(default)]
     pub options: Vec<AskOption>,
-    /// Whether the person may type an answer of their own. Defaults to true when there are no
-    /// options and to false when there are.
+    /// May they type an answer (default: only without options)?
     #[serde(default)]
     pub allow_free_text: Option<bool>,
-    /// Whether several options may be picked. Needs `options`.
+    /// Whether several options may be picked.
     #[serde(default)]
     pub multi_select: bool,
 }
 
-/// One choice on the card.
+// One choice on the card (no doc comment: it would repeat in the schema).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskOption {
-    /// A short label, unique on the card; it is what comes back when picked.
+    /// Short and unique; what comes back when picked.
     pub label: String,
-    /// What picking it means, when the label alone does not say.
+    /// What picking it means.
     #[serde(default)]
     pub description: Option<String>,
 }

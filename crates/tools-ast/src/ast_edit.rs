@@ -11,27 +11,25 @@ use crate::language::id;
 use crate::search::{SearchOptions, template, template_vars, walk};
 use crate::staging::{EditStore, StagedFile};
 
-/// Stage a structural rewrite: every match of `pattern` is replaced by `rewrite`, with the
-/// metavariables the pattern captured substituted (`dispose($X)` → `$X.dispose()`).
+/// Stage a structural rewrite: each match of `pattern` (as in `ast_grep`) becomes `rewrite`
+/// with the captures substituted (`dispose($X)` → `$X.dispose()`).
 ///
-/// Nothing is written. The result shows the diff and an `edit_id`; call `resolve` with it
-/// and `action: "accept"` to write every file at once, or `"discard"`. If any file changes
-/// before you accept, the whole edit is rejected and nothing is written. Patterns work as in
-/// `ast_grep`.
+/// Nothing is written: the result shows the diff and an `edit_id` for `resolve` (`accept`
+/// writes every file at once, `discard` drops it).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AstEditInput {
     /// The pattern, e.g. `dispose($X)`.
     pub pattern: String,
-    /// The replacement, using the pattern's metavariables, e.g. `$X.dispose()`.
+    /// The replacement, with the pattern's metavariables, e.g. `$X.dispose()`.
     pub rewrite: String,
-    /// A file or folder, relative to the workspace root. Default: the whole workspace.
+    /// A file or folder (default: the workspace).
     #[serde(default)]
     pub path: Option<String>,
-    /// The grammar id; inferred from the extension when `path` is a file.
+    /// As in `ast_grep`.
     #[serde(default)]
     pub language: Option<String>,
-    /// Force the context the pattern is parsed in, as in `ast_grep`.
+    /// As in `ast_grep`.
     #[serde(default)]
     pub context: Option<String>,
 }

@@ -12,32 +12,25 @@ use crate::search::{Found, SearchOptions, walk};
 
 /// Find code by its syntactic shape, not its text.
 ///
-/// The pattern is code in the target language with metavariables: `$NAME` matches any
-/// single node, `$$$NAME` any sequence of siblings (arguments, statements), `$_` any node
-/// without capturing it. A metavariable used twice must match the same code both times
-/// (compared as syntax, so spacing and line breaks do not matter). Matching is on the parsed
-/// tree, so `dispose($X)` finds the call however it is spaced or wrapped, and never text
-/// inside strings or comments. Matches come back sorted by path and line, each as
-/// `path:LINE` with the line's text and the captures.
+/// The pattern is code in the target language with metavariables: `$NAME` matches one
+/// node, `$$$NAME` a sequence of siblings (arguments, statements), `$_` any node uncaptured;
+/// a metavariable used twice matches the same code both times. `dispose($X)` finds the call
+/// however it is spaced or wrapped, never inside strings or comments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AstGrepInput {
     /// The pattern, e.g. `if ($X != null) $X.dispose()`.
     pub pattern: String,
-    /// A file or folder, relative to the workspace root. Default: the whole workspace.
+    /// A file or folder (default: the workspace).
     #[serde(default)]
     pub path: Option<String>,
-    /// The grammar id (dart, python, rust, c, cpp, go, typescript, tsx, javascript, java, …).
-    /// Inferred from the extension when `path` is a file; needed for a folder.
+    /// The grammar, e.g. `python`, `rust`, `tsx`; needed for a folder.
     #[serde(default)]
     pub language: Option<String>,
-    /// The most matches to list. Default 50, at most 1000; every match is counted either
-    /// way.
+    /// Matches to list: default 50, at most 1000; all are counted.
     #[serde(default)]
     pub max_results: Option<usize>,
-    /// Where the pattern is parsed: by default the first of statement, expression, class
-    /// member and declaration (plus language-specific contexts) that accepts it. Name one to
-    /// force another reading, e.g. "class member" for a method.
+    /// Force how the pattern parses, e.g. "class member" for a method.
     #[serde(default)]
     pub context: Option<String>,
 }

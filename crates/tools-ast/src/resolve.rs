@@ -13,27 +13,26 @@ use crate::staging::{EditState, EditStore};
 
 /// Accept or discard an edit staged by `ast_edit`.
 ///
-/// `accept` first checks that every file still has the content it had when the edit was
-/// staged; if any one changed, the whole edit is rejected and no file is written — stage it
-/// again with `ast_edit`. Otherwise every file is written at once. `discard` drops the edit.
+/// `accept` writes every file at once if each still has the content it had when staged;
+/// if one changed, nothing is written (stage it again). `discard` drops the edit.
 ///
-/// The result ends with the errors the write introduced, where a language server covers it.
+/// Reports the errors it introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveInput {
-    /// The id `ast_edit` returned, e.g. "edit_1".
+    /// From `ast_edit`, e.g. "edit_1".
     pub edit_id: String,
-    /// What to do with it.
     pub action: ResolveAction,
 }
 
-/// What to do with a staged edit.
+// What to do with a staged edit (the tool's description says; a doc comment would repeat
+// in the schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ResolveAction {
-    /// Write every file of the edit.
+    // Write every file of the edit.
     Accept,
-    /// Drop the edit; nothing is written.
+    // Drop the edit; nothing is written.
     Discard,
 }
 

@@ -266,6 +266,11 @@ fn not_null(property: &mut Map<String, Value>) {
     if property.get("default").is_some_and(Value::is_null) {
         property.remove("default");
     }
+    // An optional enum (`Option<Severity>`) lists `null` among its values; with the plain
+    // `type: "string"` that is a contradiction Gemini's subset refuses.
+    if let Some(Value::Array(values)) = property.get_mut("enum") {
+        values.retain(|value| !value.is_null());
+    }
     if let Some(Value::Array(types)) = property.get_mut("type") {
         types.retain(|t| t != "null");
         if let [only] = types.as_slice() {

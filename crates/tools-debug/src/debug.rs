@@ -26,48 +26,46 @@ pub const MAX_VALUE_CHARS: usize = 400;
 /// How many source lines are shown on each side of a stop.
 const CONTEXT_LINES: u32 = 2;
 
-/// Debug a program through its debug adapter (DAP): debugpy for Python, lldb-dap for C, C++
-/// and Rust binaries, delve for Go. One session per conversation; it keeps state across calls.
+/// Debug a program over DAP: debugpy (Python), lldb-dap (C, C++, Rust), delve (Go); one
+/// session, kept across calls.
 ///
-/// Typical use: `breakpoints` (file, lines) → `launch` (program, args) → it stops at a
-/// breakpoint and shows the source around the stop and the locals → `stack`, `scopes`
-/// (frame_id), `variables` (reference), `evaluate` (expression, frame_id) → `step_over`,
-/// `step_in`, `step_out`, `continue` → `terminate`.
+/// Typical: `breakpoints` (file, lines) → `launch` (program, args) → at a stop it shows
+/// source and locals → `stack`, `scopes` (frame_id), `variables` (reference), `evaluate`
+/// (expression, frame_id) → `step_over`, `step_in`, `step_out`, `continue` → `terminate`.
 ///
-/// Also: `adapters` (which can run here, and why not), `status`, `attach` (`port` of a
-/// `debugpy --listen` process), `pause`, `threads`, `output` (what the program printed since
-/// the last call). `breakpoints` works before `launch`; empty `lines` clears a file's.
-/// `stack` shows 30 frames, `variables` 50 children. Control operations return when the
-/// program stops or exits, or say it still runs after a timeout.
+/// Also `adapters`, `status`, `attach` (`port` of `debugpy --listen`), `pause`, `threads`,
+/// `output` (what the program printed). Empty `lines` clears a file's breakpoints. Control
+/// operations wait for a stop or exit.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DebugInput {
     pub operation: Operation,
-    /// `breakpoints`: the source file.
+    /// `breakpoints`: source file.
     #[serde(default)]
     pub file: Option<String>,
     /// `breakpoints`: 1-based lines.
     #[serde(default)]
+    #[schemars(inner(range(min = 1)))]
     pub lines: Option<Vec<u32>>,
-    /// `launch`: the script, binary or Go package folder, workspace-relative.
+    /// `launch`: script, binary or Go package folder.
     #[serde(default)]
     pub program: Option<String>,
-    /// `launch`: the program's arguments.
+    /// `launch`: program arguments.
     #[serde(default)]
     pub args: Option<Vec<String>>,
-    /// `launch`: which adapter; inferred from the program when absent.
+    /// `launch`: default from the program.
     #[serde(default)]
     pub adapter: Option<AdapterId>,
     /// `attach`: a local port.
     #[serde(default)]
     pub port: Option<u16>,
-    /// For steps and `stack`; default: the last stopped thread.
+    /// Default: the stopped thread.
     #[serde(default)]
     pub thread_id: Option<i64>,
-    /// `scopes`, `evaluate`: a frame id from `stack`.
+    /// `scopes`, `evaluate`: from `stack`.
     #[serde(default)]
     pub frame_id: Option<i64>,
-    /// `variables`: a reference from `scopes` or `variables`.
+    /// `variables`: from `scopes` or `variables`.
     #[serde(default)]
     pub reference: Option<i64>,
     /// `evaluate`: the expression.
@@ -75,8 +73,8 @@ pub struct DebugInput {
     pub expression: Option<String>,
 }
 
-/// A `debug` operation (DBG-5). The tool's description documents each, so the variants
-/// carry plain comments: a doc comment would repeat it in the schema.
+// A `debug` operation (DBG-5). The tool's description documents each, so neither the type
+// nor its variants carry doc comments: they would repeat it in the schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {

@@ -14,23 +14,21 @@ use crate::EvalOptions;
 use crate::kernel::{Ending, Kernel};
 use crate::kernels::Kernels;
 
-/// Run Python or JavaScript in a persistent kernel: variables, imports and data stay between
-/// calls. A cell's last expression is shown (`;` hides it), `display(x)` shows more; pandas
-/// DataFrames come back as markdown tables, matplotlib figures as images. Python takes the
-/// IPython idioms (`%pip install`, `%cd`, `!cmd`, `%%bash`, `%timeit`, `%env`).
-/// `tool(name, args)` calls the run's other tools from a cell (`await` it in JavaScript),
-/// with the same approval; it returns their text (`.structured`: their data) and raises on
-/// their errors. A cell silent for the idle timeout (5 minutes; time in `tool()` aside) is
-/// interrupted, keeping the kernel's state. Python runs the project's `.venv`/`venv`
-/// interpreter, else `python3`; JavaScript runs `node`, with top-level `await`.
+/// Run Python or JavaScript in a persistent kernel; state stays between calls. The last
+/// expression is shown (`;` hides it), `display(x)` shows more; DataFrames come back as
+/// tables, matplotlib figures as images. Python takes IPython idioms (`%pip`, `!cmd`,
+/// `%%bash`); JavaScript has top-level `await`. `tool(name, args)` calls the run's other
+/// tools (awaited in JavaScript): their text (`.structured`: their data), raising on their
+/// errors. A cell silent for 5 minutes is interrupted, the state kept. Python is the
+/// project's `.venv`, else `python3`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalInput {
     /// The cell's code.
     pub code: String,
-    /// What the cell does, 5–10 words; the transcript shows it as the cell's label.
+    /// What the cell does, 5–10 words (its label in the transcript).
     pub description: String,
-    /// `python` (the default) or `javascript`.
+    /// Default `python`.
     #[serde(default)]
     pub language: Language,
     /// Start a clean kernel for the cell.

@@ -23,54 +23,48 @@ use self::request::LspRequest;
 use crate::render::Place;
 use crate::supervisor::{LspSupervisor, ServerReport};
 
-/// Ask the project's language server about code: where a symbol is defined, its type, its
-/// implementations and uses, its signature and docs, a file's outline, a workspace symbol
-/// search, the quick fixes on offer, and errors and warnings.
+/// Ask the project's language server: definitions, types, implementations, references,
+/// hover (signature, docs), outlines, symbol search, quick fixes, errors.
 ///
-/// Point at code with a 1-based `line` and the `symbol` text on that line as written there
-/// (`parse_config`; `Config::load` aims at `load`), never a column; `occurrence` picks among
-/// repeats on the line.
+/// Aim with a 1-based `line` and the `symbol` text on it (`Config::load` aims at `load`);
+/// `occurrence` picks among repeats on the line.
 ///
 /// - `definition`, `type_definition`, `implementation`, `references`, `hover`,
-///   `code_actions` (apply one with `lsp_code_action`): need `file`, `line`, `symbol`.
-/// - `symbols`: `query` searches the workspace (exact names first); `file` lists its outline;
-///   both: that file's symbols matching `query`.
-/// - `diagnostics`: a `file`'s errors and warnings now; `file: "*"` runs the project checker
-///   (cargo check, basedpyright, tsc, go vet, dart analyze), `"src/parser/*"` keeps that
-///   folder's findings, `severity: "error"` errors only.
-/// - `status`: which servers can run here, and why not; `reload`: restarts a server after a
-///   project change it missed.
+///   `code_actions` (apply with `lsp_code_action`): `file`, `line`, `symbol`.
+/// - `symbols`: `query` searches the workspace, `file` gives its outline, both filter it.
+/// - `diagnostics`: a `file`'s errors now; `file: "*"` runs the project checker (cargo
+///   check, basedpyright, tsc, …), `"src/x/*"` keeps one folder.
+/// - `status`: which servers can run, and why not; `reload`: restart a server.
 ///
-/// Long lists start with a count per file, then a page (`max_results`, `offset`). Results
-/// are `path:LINE: text` lines. A first call may wait while the project is indexed.
+/// Long lists give a count per file, then a page (`max_results`, `offset`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspInput {
     pub operation: Operation,
-    /// The source file, workspace-relative (for `diagnostics`, also `"*"` or `dir/*`).
+    /// Workspace-relative; `diagnostics` also takes `"*"` or `dir/*`.
     #[serde(default)]
     pub file: Option<String>,
-    /// The 1-based line of `symbol` in `file`.
+    /// The 1-based line of `symbol`.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub line: Option<u32>,
-    /// The identifier on that line, copied from it.
+    /// The identifier as written on that line.
     #[serde(default)]
     pub symbol: Option<String>,
-    /// Which occurrence of `symbol` on the line (default 1).
+    /// Which one on the line (default 1).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,
     /// `symbols`: a name or part of one.
     #[serde(default)]
     pub query: Option<String>,
-    /// How many of a long list to show (at most 1000).
+    /// Page size (at most 1000).
     #[serde(default)]
     pub max_results: Option<u32>,
-    /// Where the page of a long list starts (0-based); the answer names the next one.
+    /// Page start (0-based); an answer names the next.
     #[serde(default)]
     pub offset: Option<u32>,
-    /// `diagnostics` with `"*"`: only errors, or only warnings.
+    /// With `file: "*"`: errors only, or warnings only.
     #[serde(default)]
     pub severity: Option<SeverityFilter>,
 }
@@ -83,7 +77,8 @@ pub enum SeverityFilter {
     Warning,
 }
 
-/// The operations of `lsp` (LSP-5).
+// The operations of `lsp` (LSP-5); the tool's description documents them, so no doc
+// comment here (it would repeat in the schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {

@@ -13,26 +13,24 @@ use crate::lsp::actions_at;
 use crate::render::plural;
 use crate::supervisor::LspSupervisor;
 
-/// Apply a code action the project's language server offers — a quick fix for an error
-/// (add a missing import, fill in match arms, remove an unused variable) or a refactoring —
-/// by its title, as `lsp` with operation `code_actions` lists them at the same place.
+/// Apply a language-server code action (a quick fix, a refactoring) by its `title`, as `lsp`
+/// `code_actions` lists them at that `line` and `symbol`. Writes every file it changes, or
+/// none.
 ///
-/// Point at the code with `line` and `symbol` as for `lsp`, and give the action's `title`
-/// (or a part only one title contains). Every file the action changes is written, or none;
-/// the result lists them with their edits, then the errors the change introduced.
+/// Reports the errors it introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspCodeActionInput {
-    /// The file, relative to the workspace root.
+    /// Workspace-relative.
     pub file: String,
-    /// The 1-based line of `symbol` in `file`.
+    /// The 1-based line of `symbol`.
     #[schemars(range(min = 1))]
     pub line: u32,
-    /// The identifier on that line the action is for, copied from the line.
+    /// The identifier as written on that line.
     pub symbol: String,
-    /// The action's title as `code_actions` lists it, or a part only one title contains.
+    /// As `code_actions` lists it, or a part only one title contains.
     pub title: String,
-    /// Which occurrence of `symbol` on the line (default 1).
+    /// Which one on the line (default 1).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,

@@ -22,27 +22,23 @@ use crate::supervisor::LspSupervisor;
 /// How many remaining occurrences of the old name a rename lists.
 const REMAINING_CAP: usize = 10;
 
-/// Rename a symbol everywhere it is used, through the project's language server: every
-/// reference in every file is updated (and a module file renamed, where the language ties
-/// file names to names), all files or none.
+/// Rename a symbol everywhere, through the language server: every reference in every file
+/// (and a module file, where file names are names), all or none. Aim with `line` and
+/// `symbol` as for `lsp`.
 ///
-/// Point at the symbol with a 1-based `line` and the `symbol` text on that line, as for
-/// `lsp`. The result lists each changed file with its number of edits.
-///
-/// The result ends with the errors the write introduced, where a language server covers it.
+/// Reports the errors it introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspRenameInput {
-    /// The file, relative to the workspace root.
+    /// Workspace-relative.
     pub file: String,
-    /// The 1-based line of `symbol` in `file`.
+    /// The 1-based line of `symbol`.
     #[schemars(range(min = 1))]
     pub line: u32,
-    /// The identifier on that line to rename, copied from the line.
+    /// The identifier as written on that line.
     pub symbol: String,
-    /// The new name.
     pub new_name: String,
-    /// Which occurrence of `symbol` on the line (default 1).
+    /// Which one on the line (default 1).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,

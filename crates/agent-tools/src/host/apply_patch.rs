@@ -9,15 +9,13 @@ use tools_core::{
 use super::patch::{FilePatch, HunkLine, apply_file_patch, parse_patch};
 use super::{read_snapshot, update_failed};
 
-/// Apply a unified diff, as `git diff` prints it, to one or more files.
+/// Apply a unified diff (as `git diff` prints it) to one or more files, all or nothing.
 ///
-/// Paths are relative to the workspace root (the `a/` and `b/` prefixes are understood);
-/// `/dev/null` creates or deletes a file, and `rename from`/`rename to` renames one. Every
-/// hunk must match the file's current text (its stated position may have moved). All or
-/// nothing: if any hunk of any file does not apply, no file is changed and the error says
-/// which hunk and why.
+/// Paths are workspace-relative (`a/`, `b/` understood); `/dev/null` creates or deletes,
+/// `rename from`/`rename to` renames. Hunks must match the current text (positions may
+/// move); if one does not, nothing changes and the error says which and why.
 ///
-/// The result ends with the errors the write introduced, where a language server covers it.
+/// Reports the errors it introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyPatchInput {

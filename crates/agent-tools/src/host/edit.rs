@@ -10,21 +10,20 @@ use super::{blocking, line_of, plural, read_snapshot, update_failed};
 
 /// Replace an exact piece of text in a file.
 ///
-/// `old_string` must occur in the file exactly as given (indentation and line breaks
-/// included) and, unless `replace_all` is true, exactly once: include enough surrounding
-/// lines to make it unique. Read the file first so you copy the text as it is now.
+/// `old_string` must occur exactly as given (indentation and line breaks included) and,
+/// unless `replace_all`, once: include enough lines to make it unique. Read the file first.
 ///
-/// The result ends with the errors the write introduced, where a language server covers it.
+/// Reports the errors it introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditInput {
-    /// The file, relative to the workspace root.
+    /// Workspace-relative.
     pub path: String,
     /// The exact text to replace.
     pub old_string: String,
-    /// What to put in its place.
+    /// Its replacement.
     pub new_string: String,
-    /// Replace every occurrence instead of requiring exactly one. Default false.
+    /// Replace every occurrence, not exactly one.
     #[serde(default)]
     pub replace_all: bool,
 }

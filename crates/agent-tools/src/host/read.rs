@@ -6,21 +6,18 @@ use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
 
 use super::{blocking, read_text};
 
-/// Read a text file from the workspace, with line numbers.
-///
-/// Returns up to `limit` lines starting at line `offset` (1-based), each prefixed by its
-/// number and a tab. Use the numbers to aim `lsp` calls and edits; they are not part of the
-/// file. When the file has more lines, the result says where to continue.
+/// Read a text file: up to `limit` lines from line `offset`, each as its number, a tab and
+/// the text (the numbers are not in the file). When more follow, the result says where.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadInput {
-    /// The file, relative to the workspace root.
+    /// Workspace-relative.
     pub path: String,
-    /// The first line to show, 1-based. Default 1.
+    /// First line, 1-based (default 1).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub offset: Option<usize>,
-    /// How many lines to show. Default 2000.
+    /// How many lines (default 2000).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub limit: Option<usize>,

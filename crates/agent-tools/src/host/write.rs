@@ -8,19 +8,17 @@ use tools_core::{
 
 use super::{count_lines, plural};
 
-/// Create a file, or replace its whole content, in the workspace.
+/// Create a file or replace its whole content; missing folders are created. Atomic: the
+/// file is the old or the new one, never half written. To change part of a file prefer
+/// `edit`.
 ///
-/// Missing folders are created. The write is atomic: the file is either the old one or the
-/// new one, never half written. To change part of an existing file prefer `edit`, which
-/// cannot lose what you did not mean to touch.
-///
-/// The result ends with the errors the write introduced, where a language server covers it.
+/// Reports the errors it introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteInput {
-    /// The file, relative to the workspace root.
+    /// Workspace-relative.
     pub path: String,
-    /// The whole new content of the file.
+    /// The whole new content.
     pub content: String,
 }
 

@@ -493,6 +493,8 @@ fn every_input_schema_is_portable_and_has_a_strict_form() {
             let text = serde_json::to_string(schema).unwrap();
             assert!(!text.contains("\"format\""), "{} {kind}: {text}", spec.name);
             assert!(!text.contains("\"null\""), "{} {kind}: {text}", spec.name);
+            // Nor among an enum's values (`enum: ["error", null]` beside `type: "string"`).
+            assert!(!text.contains(",null"), "{} {kind}: {text}", spec.name);
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
