@@ -120,9 +120,8 @@ fn prod_3_tools_lists_names_tiers_and_schemas() {
     }
     assert!(
         listing.contains(
-            "Ask the project's language server about code: where a symbol is defined, its \
-             type, its implementations and uses, its signature and docs, a file's outline, a \
-             workspace symbol search, the quick fixes on offer, and errors and warnings."
+            "Ask the project's language server: definitions, types, implementations, \
+             references, hover (signature, docs), outlines, symbol search, quick fixes, errors."
         ),
         "{listing}"
     );

@@ -119,7 +119,7 @@ async fn lsp_1_the_tools_are_listed_with_their_tiers() {
             .description
             .as_deref()
             .unwrap()
-            .starts_with("Ask the project's language server about code")
+            .starts_with("Ask the project's language server:")
     );
     let rename = tools.iter().find(|t| t.name == "lsp_rename").unwrap();
     let annotations = rename.annotations.clone().unwrap();

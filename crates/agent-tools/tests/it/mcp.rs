@@ -71,7 +71,7 @@ async fn prod_2_tiers_map_onto_annotations_and_schemas_are_listed() {
             read.description
                 .as_deref()
                 .unwrap()
-                .starts_with("Read a text file from the workspace")
+                .starts_with("Read a text file:")
         );
         let write = tools
             .iter()
