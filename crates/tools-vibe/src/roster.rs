@@ -3,7 +3,6 @@
 //! as they come, so a result is never only in memory.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -187,6 +186,8 @@ pub(crate) struct Worker {
     pub(crate) dir: PathBuf,
     /// Fires to stop the current run (kill, or a send that restarts it).
     stop: Option<watch::Sender<Option<Stop>>>,
+    /// A file of this run that could not be written (its transcript), said in its reason.
+    unsaved: Option<String>,
 }
 
 impl Worker {
@@ -315,7 +316,7 @@ impl Roster {
     }
 
     /// Spawns a worker: it starts now, or queues when `max_workers` run (VIBE-2).
-    pub(crate) fn spawn(
+    pub(crate) async fn spawn(
         &self,
         brief: String,
         label: String,
@@ -349,13 +350,26 @@ impl Roster {
             *spawned
         };
         let dir = self.inner.state_dir.join(format!("w{id}"));
-        std::fs::create_dir_all(&dir).map_err(|error| {
-            format!(
-                "cannot create the worker's folder {}: {error}; set [vibe] state_dir to a \
-                 writable folder",
-                dir.display()
-            )
-        })?;
+        let folder = dir.clone();
+        blocking(move || std::fs::create_dir_all(&folder))
+            .await
+            .map_err(|error| {
+                format!(
+                    "cannot create the worker's folder {}: {error}; set [vibe] state_dir to a \
+                     writable folder",
+                    dir.display()
+                )
+            })?;
+        let brief_file = dir.join("brief.txt");
+        write_file(&brief_file, brief.clone().into_bytes())
+            .await
+            .map_err(|error| {
+                format!(
+                    "cannot write the worker's brief to {}: {error}; set [vibe] state_dir to a \
+                     writable folder",
+                    brief_file.display()
+                )
+            })?;
         let worker = Worker {
             id,
             label,
@@ -374,8 +388,8 @@ impl Roster {
             reason: None,
             dir,
             stop: None,
+            unsaved: None,
         };
-        let _ = std::fs::write(worker.dir.join("brief.txt"), &worker.brief);
         self.workers().insert(id, worker);
         self.schedule();
         self.get(id)
@@ -385,13 +399,37 @@ impl Roster {
     /// Appends `message` to a worker's brief and runs it again, stopping the current run
     /// first (VIBE-3). Returns whether a run was stopped.
     pub(crate) async fn send(&self, id: u64, message: &str) -> Result<bool, String> {
+        // The longer brief is on disk before the worker runs with it; a send that raced this
+        // one (the brief changed while the file was written) is folded in and written again.
+        let brief = loop {
+            let (before, path) = {
+                let workers = self.workers();
+                let worker = workers.get(&id).ok_or_else(|| self.unknown(id))?;
+                (worker.brief.clone(), worker.dir.join("brief.txt"))
+            };
+            let brief = format!("{before}\n\n{message}");
+            write_file(&path, brief.clone().into_bytes())
+                .await
+                .map_err(|error| {
+                    format!(
+                        "cannot write the longer brief to {}: {error}; the message was not \
+                         sent and the worker goes on as it was",
+                        path.display()
+                    )
+                })?;
+            let unchanged = self
+                .workers()
+                .get(&id)
+                .is_some_and(|worker| worker.brief == before);
+            if unchanged {
+                break brief;
+            }
+        };
         let (stopped, runs) = {
             let mut workers = self.workers();
             let worker = workers.get_mut(&id).ok_or_else(|| self.unknown(id))?;
             let runs = worker.runs;
-            worker.brief.push_str("\n\n");
-            worker.brief.push_str(message);
-            let _ = std::fs::write(worker.dir.join("brief.txt"), &worker.brief);
+            worker.brief = brief;
             let stopped = match &worker.stop {
                 Some(stop) if worker.status == Status::Running => {
                     let _ = stop.send(Some(Stop::Restart));
@@ -522,6 +560,7 @@ impl Roster {
                     worker.progress = None;
                     worker.question = None;
                     worker.reason = None;
+                    worker.unsaved = None;
                     worker.stop = Some(stop);
                     running += 1;
                     to_start.push((worker.clone(), stopped));
@@ -533,7 +572,7 @@ impl Roster {
             self.inner.tasks.spawn(async move {
                 let id = worker.id;
                 let ended = roster.run(worker, stopped).await;
-                roster.finish(id, ended);
+                roster.finish(id, ended).await;
                 roster.inner.changed.notify_waiters();
                 roster.schedule();
             });
@@ -541,40 +580,68 @@ impl Roster {
         self.inner.changed.notify_waiters();
     }
 
-    /// Records how a run ended, and writes the result file.
-    fn finish(&self, id: u64, ended: Ended) {
+    /// Records how a run ended, once its result file is on disk (a worker's result is
+    /// written before it is reported); a file that cannot be written is said in its reason.
+    async fn finish(&self, id: u64, ended: Ended) {
+        let written = {
+            let workers = self.workers();
+            let Some(worker) = workers.get(&id) else {
+                return;
+            };
+            let (status, reason) = match &ended {
+                Ended::Restart => (Status::Queued, None),
+                Ended::Status(status, reason) => (
+                    match (status, &worker.question) {
+                        (Status::Completed, Some(_)) => Status::NeedsInput,
+                        (status, _) => *status,
+                    },
+                    reason.clone(),
+                ),
+            };
+            let record = serde_json::json!({
+                "id": format!("w{id}"),
+                "label": worker.label,
+                "tier": worker.tier.as_str(),
+                "status": status.as_str(),
+                "runs": worker.runs,
+                "reason": reason,
+                "question": worker.question,
+                "result": worker.result_text(),
+            });
+            let reason = match (reason, &worker.unsaved) {
+                (Some(reason), Some(unsaved)) => Some(format!("{reason}; {unsaved}")),
+                (reason, unsaved) => reason.or_else(|| unsaved.clone()),
+            };
+            let path = worker.dir.join("result.json");
+            let text = serde_json::to_string_pretty(&record).map_err(|e| e.to_string());
+            (path, text, status, reason)
+        };
+        let (path, text, status, mut reason) = written;
+        let saved = match text {
+            Ok(text) => write_file(&path, text.into_bytes())
+                .await
+                .map_err(|error| error.to_string()),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = saved {
+            let unsaved = format!(
+                "its result could not be written to {}: {error}",
+                path.display()
+            );
+            tracing::warn!(worker = id, %unsaved);
+            reason = Some(match reason {
+                Some(reason) => format!("{reason}; {unsaved}"),
+                None => unsaved,
+            });
+        }
         let mut workers = self.workers();
         let Some(worker) = workers.get_mut(&id) else {
             return;
         };
         worker.stop = None;
         worker.ended = Some(Instant::now());
-        match ended {
-            Ended::Restart => {
-                worker.status = Status::Queued;
-                worker.reason = None;
-            }
-            Ended::Status(status, reason) => {
-                worker.status = match (status, &worker.question) {
-                    (Status::Completed, Some(_)) => Status::NeedsInput,
-                    (status, _) => status,
-                };
-                worker.reason = reason;
-            }
-        }
-        let record = serde_json::json!({
-            "id": format!("w{id}"),
-            "label": worker.label,
-            "tier": worker.tier.as_str(),
-            "status": worker.status.as_str(),
-            "runs": worker.runs,
-            "reason": worker.reason,
-            "question": worker.question,
-            "result": worker.result_text(),
-        });
-        if let Ok(text) = serde_json::to_string_pretty(&record) {
-            let _ = std::fs::write(worker.dir.join("result.json"), text);
-        }
+        worker.status = status;
+        worker.reason = reason;
     }
 
     /// Runs a worker's command once, to its end or until it is stopped.
@@ -614,7 +681,14 @@ impl Roster {
         let Some(stdout) = child.take_stdout() else {
             return Ended::failed("the worker's output pipe was not set up".to_owned());
         };
-        let mut transcript = std::fs::File::create(worker.dir.join("transcript.txt")).ok();
+        let transcript_path = worker.dir.join("transcript.txt");
+        let mut transcript = match tokio::fs::File::create(&transcript_path).await {
+            Ok(file) => Some(file),
+            Err(error) => {
+                self.note_unsaved(worker.id, &transcript_path, &error);
+                None
+            }
+        };
         let mut written: u64 = 0;
         let mut lines = BufReader::new(stdout).lines();
         let wall = Instant::now() + config.timeout(worker.tier);
@@ -630,8 +704,19 @@ impl Roster {
                         if let Some(file) = transcript.as_mut()
                             && written < TRANSCRIPT_CAP
                         {
-                            let _ = writeln!(file, "{line}");
-                            written += line.len() as u64 + 1;
+                            let entry = format!("{line}\n");
+                            // Flushed per line: the transcript is whole the moment the run ends.
+                            let saved = match file.write_all(entry.as_bytes()).await {
+                                Ok(()) => file.flush().await,
+                                Err(error) => Err(error),
+                            };
+                            match saved {
+                                Ok(()) => written += entry.len() as u64,
+                                Err(error) => {
+                                    self.note_unsaved(worker.id, &transcript_path, &error);
+                                    transcript = None;
+                                }
+                            }
                         }
                         self.take_line(worker.id, &line);
                     }
@@ -691,6 +776,18 @@ impl Roster {
                     );
                 }
             }
+        }
+    }
+
+    /// Records that a file of a worker's run could not be written; its reason will say so.
+    fn note_unsaved(&self, id: u64, path: &Path, error: &std::io::Error) {
+        let unsaved = format!(
+            "its transcript {} could not be written: {error}",
+            path.display()
+        );
+        tracing::warn!(worker = id, %unsaved);
+        if let Some(worker) = self.workers().get_mut(&id) {
+            worker.unsaved.get_or_insert(unsaved);
         }
     }
 
@@ -836,6 +933,21 @@ fn sanitize(name: &str) -> String {
             },
         )
         .collect()
+}
+
+/// Runs blocking file work on tokio's blocking threads, off the async ones.
+async fn blocking(
+    work: impl FnOnce() -> std::io::Result<()> + Send + 'static,
+) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| Err(std::io::Error::other(error)))
+}
+
+/// Writes `bytes` to `path` off the async threads.
+async fn write_file(path: &Path, bytes: Vec<u8>) -> std::io::Result<()> {
+    let path = path.to_owned();
+    blocking(move || std::fs::write(path, bytes)).await
 }
 
 #[cfg(test)]

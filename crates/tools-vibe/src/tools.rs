@@ -176,6 +176,7 @@ impl Tool for VibeSpawn {
         let worker = self
             .roster
             .spawn(input.brief, input.label.trim().to_owned(), tier)
+            .await
             .map_err(ToolError::Failed)?;
         let view = WorkerView::of(&worker);
         let text = format!(

@@ -49,6 +49,7 @@ case "$brief" in
     esac ;;
   chatty*) i=0; while [ $i -lt 3000 ]; do echo "line $i of a chatty worker, padded to be long enough"; i=$((i+1)); done ;;
   echo*) printf '%s' "$brief" ;;
+  pause*) sleep 2; echo "paused and done" ;;
   *) echo "unknown brief" ;;
 esac
 "#,
@@ -326,6 +327,59 @@ async fn vibe_a_tier_with_no_command_says_what_to_configure() {
         text(&unknown),
         "there is no worker w9: none was spawned in this run"
     );
+}
+
+/// A worker's files are written off the async threads and a failed write is said, never
+/// dropped: a brief that cannot be saved refuses the spawn or the send, and a result that
+/// cannot be saved is named in the worker's reason. Root ignores permission bits, so a
+/// folder stands where the file should go.
+#[tokio::test]
+async fn vibe_a_worker_file_that_cannot_be_written_is_reported() {
+    let setup = setup(4);
+    let server = start(&setup, &[]).await;
+    let (_, view) = ok(
+        &server,
+        "vibe_spawn",
+        json!({"brief": "pause then finish", "label": "pause"}),
+    )
+    .await;
+    let files = PathBuf::from(view["files"].as_str().unwrap());
+    // The next worker's brief file is taken by a folder: the spawn is refused, saying where.
+    std::fs::create_dir_all(files.with_file_name("w2").join("brief.txt")).unwrap();
+    let refused = server
+        .call("vibe_spawn", json!({"brief": "finish", "label": "second"}))
+        .await;
+    assert!(is_error(&refused), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("cannot write the worker's brief to ")
+            && text(&refused).contains("w2/brief.txt: Is a directory"),
+        "{}",
+        text(&refused)
+    );
+    // The running worker's brief file too: the send is refused and changes nothing.
+    std::fs::remove_file(files.join("brief.txt")).unwrap();
+    std::fs::create_dir(files.join("brief.txt")).unwrap();
+    let unsent = server
+        .call("vibe_send", json!({"worker_id": "w1", "message": "more"}))
+        .await;
+    assert!(is_error(&unsent), "{}", text(&unsent));
+    assert!(
+        text(&unsent).contains("brief.txt: Is a directory (os error 21); the message was not sent"),
+        "{}",
+        text(&unsent)
+    );
+    // Its result file: the worker completes, and its reason says the file is missing.
+    std::fs::create_dir(files.join("result.json")).unwrap();
+    let (said, view) = wait(&server, "w1", 30).await;
+    assert_eq!(view["status"], json!("completed"), "{said}");
+    assert_eq!(view["result"], json!("paused and done"), "{said}");
+    let reason = view["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("its result could not be written to ")
+            && reason.ends_with("result.json: Is a directory (os error 21)"),
+        "{view}"
+    );
+    assert!(said.contains(reason), "the text says it too: {said}");
 }
 
 #[tokio::test]
