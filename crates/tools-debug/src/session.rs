@@ -759,7 +759,8 @@ impl Session {
         }
         let pid = self.lock().debuggee_pid;
         if let Some(pid) = pid.filter(|_| !attached) {
-            kill_debuggee(pid);
+            // It may have left the adapter's group: killed by pid, and its own group.
+            tools_process::kill_reported(pid);
         }
         let mut state = self.lock();
         if state.run.is_live() {
@@ -779,18 +780,6 @@ fn console_exit_code(message: &str) -> Option<i64> {
         .next()?
         .parse()
         .ok()
-}
-
-/// SIGKILLs a debuggee we launched that may have left the adapter's group, and its own group.
-fn kill_debuggee(pid: u32) {
-    let Ok(raw) = i32::try_from(pid) else {
-        return;
-    };
-    let Some(pid) = rustix::process::Pid::from_raw(raw) else {
-        return;
-    };
-    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
 }
 
 fn stderr_details(tail: &StderrTail) -> String {

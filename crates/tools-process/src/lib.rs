@@ -29,7 +29,7 @@ pub use crate::{
     error::{Error, Result},
     procfs::{ProcessInfo, list_processes, process_env_var, process_info},
     reaper::{OrphanReaper, become_subreaper, reap_orphans, spawn_orphan_reaper},
-    registry::{LiveGroup, ShutdownReport, live_groups, shutdown_all},
+    registry::{LiveGroup, ShutdownReport, kill_reported, live_groups, shutdown_all},
     roots::{RootRule, SCAN_BUDGET, SCAN_DEPTH, SKIPPED_DIRS, marker_in, root_for, scan_roots},
     run::{RunLimits, RunOutput, run_to_end},
     search::{PROJECT_TOOL_DIRS, SearchPath, Versioned, is_executable},

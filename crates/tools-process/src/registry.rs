@@ -110,6 +110,23 @@ pub(crate) fn signal_group(pgid: u32, signal: Signal) {
     let _ = rustix::process::kill_process_group(pid, signal);
 }
 
+/// SIGKILLs a process one of our children started and told us about by pid (a debuggee a
+/// debug adapter launched), and the group it leads if it leads one: such a process may have
+/// left its parent's group, so killing that group does not reach it. Refuses init, this
+/// process and its own group.
+pub fn kill_reported(pid: u32) {
+    if pid <= 1 || pid == std::process::id() {
+        return;
+    }
+    let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    if rustix::process::getpgrp() != raw {
+        signal_group(pid, Signal::KILL);
+    }
+    let _ = rustix::process::kill_process(raw, Signal::KILL);
+}
+
 /// Waits until no group in `pgids` has a running process, or `deadline`; returns the groups
 /// still running then.
 pub(crate) async fn wait_ended(mut pgids: Vec<u32>, deadline: Instant) -> Vec<u32> {
