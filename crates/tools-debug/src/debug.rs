@@ -271,6 +271,11 @@ impl Debug {
             Operation::Launch | Operation::Attach => self.start(context, conversation, input).await,
             _ => {
                 let Some(session) = self.supervisor.session(conversation) else {
+                    if operation == Operation::Output
+                        && let Some(ended) = self.supervisor.ended(conversation)
+                    {
+                        return Ok(ended_output(&ended));
+                    }
                     let last = self
                         .supervisor
                         .last(conversation)
@@ -1125,6 +1130,42 @@ fn render_variables(reference: i64, variables: &[Variable]) -> String {
         );
     }
     text
+}
+
+/// `output` after the session ended: everything its program printed, up to its end (DBG-5),
+/// until the next launch.
+fn ended_output(session: &Session) -> ToolOutput<DebugOutput> {
+    let state = session.run_state();
+    let (printed, cut) = session.run_output();
+    let mut text = format!(
+        "no debug session is running; the last one: {} {}",
+        session.program,
+        state.describe()
+    );
+    if printed.trim().is_empty() {
+        text.push_str("; it printed nothing");
+    } else {
+        match cut {
+            0 => text.push_str("; all it printed:\n"),
+            cut => {
+                let _ = writeln!(
+                    text,
+                    "; the last {} characters it printed ({cut} before them were cut):",
+                    printed.chars().count()
+                );
+            }
+        }
+        text.push_str(printed.trim_end());
+    }
+    ToolOutput::new(
+        text,
+        DebugOutput {
+            operation: "output".to_owned(),
+            adapter: Some(session.adapter),
+            state: Some(state.describe()),
+            ..DebugOutput::default()
+        },
+    )
 }
 
 fn render_output(printed: &str, cut: usize, whole: bool) -> String {

@@ -26,6 +26,10 @@ pub(crate) const OUTPUT_HELD_CHARS: usize = 8_000;
 /// How many of its last output lines are kept for the exit report.
 const TAIL_LINES: usize = 20;
 
+/// How much of the debuggee's whole output is kept for `output` after it ended (its end,
+/// where a traceback or a final result is); what came before is counted (DBG-5).
+pub(crate) const RUN_OUTPUT_CHARS: usize = 16_000;
+
 /// Where a session's debuggee is.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RunState {
@@ -74,6 +78,10 @@ struct State {
     initialized: bool,
     output: String,
     output_cut: usize,
+    /// Everything the debuggee printed, up to its last [`RUN_OUTPUT_CHARS`].
+    run_output: String,
+    /// How many characters were dropped from the front of `run_output`.
+    run_output_cut: usize,
     tail: VecDeque<String>,
     partial_line: String,
     debuggee_pid: Option<u32>,
@@ -90,6 +98,8 @@ impl State {
             initialized: false,
             output: String::new(),
             output_cut: 0,
+            run_output: String::new(),
+            run_output_cut: 0,
             tail: VecDeque::new(),
             partial_line: String::new(),
             debuggee_pid: None,
@@ -103,6 +113,21 @@ impl State {
         let kept: String = text.chars().take(room).collect();
         self.output_cut += text.chars().count() - kept.chars().count();
         self.output.push_str(&kept);
+        self.run_output.push_str(text);
+        let over = self
+            .run_output
+            .chars()
+            .count()
+            .saturating_sub(RUN_OUTPUT_CHARS);
+        if over > 0 {
+            let cut_at = self
+                .run_output
+                .char_indices()
+                .nth(over)
+                .map_or(self.run_output.len(), |(at, _)| at);
+            self.run_output.drain(..cut_at);
+            self.run_output_cut += over;
+        }
         self.partial_line.push_str(text);
         while let Some(end) = self.partial_line.find('\n') {
             let line: String = self.partial_line.drain(..=end).collect();
@@ -721,6 +746,13 @@ impl Session {
         (std::mem::take(&mut state.output), cut)
     }
 
+    /// Everything the debuggee printed, up to its last [`RUN_OUTPUT_CHARS`], and how many
+    /// characters came before those.
+    pub(crate) fn run_output(&self) -> (String, usize) {
+        let state = self.lock();
+        (state.run_output.clone(), state.run_output_cut)
+    }
+
     /// The debuggee's last output lines.
     pub(crate) fn last_lines(&self, count: usize) -> Vec<String> {
         let state = self.lock();
@@ -832,6 +864,14 @@ mod tests {
         assert_eq!(state.output.chars().count(), OUTPUT_HELD_CHARS);
         assert_eq!(state.output_cut, 3);
         assert_eq!(state.tail, ["a"]);
+        // The whole run's record keeps its end and counts what it dropped from the front.
+        state.apply(event(
+            "output",
+            json!({"category": "stderr", "output": format!("{}Traceback\n", "é".repeat(RUN_OUTPUT_CHARS))}),
+        ));
+        assert_eq!(state.run_output.chars().count(), RUN_OUTPUT_CHARS);
+        assert!(state.run_output.ends_with("éTraceback\n"));
+        assert_eq!(state.run_output_cut, 3 + OUTPUT_HELD_CHARS + 10);
     }
 
     #[test]

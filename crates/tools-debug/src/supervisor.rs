@@ -80,6 +80,9 @@ struct Conversation {
     notice: Option<String>,
     /// What became of the last session, for `status`.
     last: Option<String>,
+    /// The last session once it ended, kept until the next launch so that `output` can still
+    /// read what its program printed (its processes are gone; only its record stays).
+    ended: Option<Arc<Session>>,
     generation: u64,
 }
 
@@ -130,6 +133,11 @@ impl DebugSupervisor {
         self.with(conversation, |c| c.last.clone())
     }
 
+    /// The last session once it ended, until the next one is installed.
+    pub(crate) fn ended(&self, conversation: &str) -> Option<Arc<Session>> {
+        self.with(conversation, |c| c.ended.clone())
+    }
+
     /// The breakpoints set, by file.
     pub(crate) fn breakpoints(&self, conversation: &str) -> BTreeMap<PathBuf, Vec<u32>> {
         self.with(conversation, |c| c.breakpoints.clone())
@@ -153,6 +161,7 @@ impl DebugSupervisor {
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         let key = conversation.to_owned();
         self.with(conversation, |c| {
+            c.ended = None;
             c.generation += 1;
             let generation = c.generation;
             let timer = tokio::spawn(async move {
@@ -173,6 +182,7 @@ impl DebugSupervisor {
                         );
                         c.notice = Some(note.clone());
                         c.last = Some(note);
+                        c.ended = Some(Arc::clone(&live.session));
                         Some(live.session)
                     } else {
                         None
@@ -195,7 +205,11 @@ impl DebugSupervisor {
     pub(crate) async fn finish(&self, conversation: &str, last: String) -> bool {
         let live = self.with(conversation, |c| {
             c.last = Some(last);
-            c.live.take()
+            let live = c.live.take();
+            if let Some(live) = &live {
+                c.ended = Some(Arc::clone(&live.session));
+            }
+            live
         });
         match live {
             Some(live) => {

@@ -254,6 +254,17 @@ async fn dbg_5_debugpy_end_to_end() {
         status.contains("no debug session is running; the last one: app.py exited with code 7"),
         "{status}"
     );
+    // DBG-5: what the program printed stays readable after it exited, all of it (the
+    // `continue` above showed only its last lines), until the next launch.
+    let (printed, data) = debug(&server, json!({"operation": "output"})).await;
+    assert!(
+        printed.starts_with(
+            "no debug session is running; the last one: app.py exited with code 7; all it \
+             printed:\nhello from app 42\n"
+        ) && printed.ends_with("value 6"),
+        "{printed}"
+    );
+    assert_eq!(data["state"], "exited with code 7");
     only_the_server_left(&server).await;
     nothing_left(server).await;
 }
