@@ -642,7 +642,12 @@ impl Inner {
                         format!("the person dismissed the permission card {number}")
                     }
                     Answer::Expired => {
-                        format!("permission card {number} expired without an answer")
+                        let expiry = questions.expiry();
+                        let within = match expiry.as_secs() {
+                            0 => format!("{} ms", expiry.as_millis()),
+                            seconds => format!("{seconds} s"),
+                        };
+                        format!("permission card {number} got no answer within {within}")
                     }
                     Answer::NoHuman(reason) => format!("no approver is connected ({reason})"),
                 };

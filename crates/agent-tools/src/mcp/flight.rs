@@ -51,6 +51,15 @@ const POLL_INTERVAL_MS: u64 = 500;
 /// session does not keep every result it ever produced.
 const TASK_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
+/// How many expired cards' results are kept for a late answer, and for how long: a client
+/// that answers after the card expired hears what the call did (ASK-3), not "unknown handle".
+const TOMBSTONES: usize = 256;
+const TOMBSTONE_TTL: Duration = Duration::from_secs(60 * 60);
+
+/// How long an expired card's call gets to finish with its expiry result before it is
+/// cancelled instead.
+const EXPIRED_FINISH: Duration = Duration::from_secs(10);
+
 /// A card a call raised, with the way back to the call.
 pub(crate) struct Raised {
     card: Card,
@@ -275,10 +284,29 @@ struct Parked {
     key: String,
 }
 
+/// What a call parked behind an expired card came to, kept under its handle for the client's
+/// late answer: the call's own result for an unanswered card (an `ask_user` timeout error, an
+/// approval's "not run").
+struct Tombstone {
+    handle: String,
+    name: String,
+    arguments: Value,
+    result: ToolResult,
+    at: Instant,
+}
+
+/// A re-sent call's way on: the parked call to drive, or what it already came to.
+pub(crate) enum Resumed {
+    Flight(Flight),
+    Done(ToolResult),
+}
+
 /// The calls of one connection that wait on a card or run as tasks.
 #[derive(Clone)]
 pub(crate) struct Flights {
     parked: Arc<Mutex<HashMap<String, Parked>>>,
+    /// The newest expired cards' outcomes, at most [`TOMBSTONES`], each for [`TOMBSTONE_TTL`].
+    expired: Arc<Mutex<std::collections::VecDeque<Tombstone>>>,
     tasks: TaskManager,
     /// How long a card stays open: a parked call whose card was not answered by then is
     /// dropped, and with it its handle.
@@ -289,6 +317,7 @@ impl Flights {
     pub(crate) fn new(expiry: Duration) -> Self {
         Flights {
             parked: Arc::default(),
+            expired: Arc::default(),
             tasks: TaskManager::new(),
             expiry,
         }
@@ -325,13 +354,39 @@ impl Flights {
         }
         let deadline = tokio::time::Instant::from_std(raised_deadline);
         let parked = Arc::clone(&self.parked);
+        let tombstones = Arc::clone(&self.expired);
         let expired = handle.clone();
         tokio::spawn(async move {
             tokio::time::sleep_until(deadline).await;
             let dropped = parked.lock().ok().and_then(|mut map| map.remove(&expired));
-            if let Some(dropped) = dropped {
-                tracing::info!(tool = %dropped.flight.name, "a parked call's card expired; the call is cancelled");
-            }
+            let Some(Parked {
+                mut flight, raised, ..
+            }) = dropped
+            else {
+                return;
+            };
+            // The card's own wait ends now too (whichever timer fires first, the answer is
+            // "expired"): the call goes on with it, and its result waits for a late answer.
+            let _ = raised.answer.send(Answer::Expired);
+            let result = match tokio::time::timeout(EXPIRED_FINISH, flight.outcome()).await {
+                Ok(result) => result,
+                Err(_) => ToolResult::error(&tools_core::ToolError::failed(format!(
+                    "`{}` was not run to its end: its card expired without an answer and the \
+                     call was cancelled",
+                    flight.name
+                ))),
+            };
+            tracing::info!(tool = %flight.name, "a parked call's card expired; its result waits for a late answer");
+            bury(
+                &tombstones,
+                Tombstone {
+                    handle: expired,
+                    name: flight.name.clone(),
+                    arguments: flight.arguments.clone(),
+                    result,
+                    at: Instant::now(),
+                },
+            );
         });
         Ok(InputRequiredResult::new(Some(requests), Some(handle)))
     }
@@ -348,33 +403,27 @@ impl Flights {
         name: &str,
         arguments: &Value,
         responses: Option<&InputResponses>,
-    ) -> Result<Flight, McpError> {
+    ) -> Result<Resumed, McpError> {
         let mut parked = self
             .parked
             .lock()
             .map_err(|_| McpError::internal_error("the parked calls' lock was poisoned", None))?;
         let Some(entry) = parked.remove(handle) else {
+            drop(parked);
+            if let Some(result) = self.exhume(handle, name, arguments)? {
+                return Ok(Resumed::Done(result));
+            }
             return Err(McpError::invalid_params(
                 format!(
                     "`requestState` does not name a call waiting on a card: it was already \
-                     answered, its card expired (cards stay open {} s), or this server never \
-                     issued it; call `{name}` again without `requestState`",
-                    self.expiry.as_secs()
+                     answered (an unanswered card's result is given once, for {} min after it \
+                     expired), or this server never issued it; call `{name}` again without \
+                     `requestState`",
+                    TOMBSTONE_TTL.as_secs() / 60
                 ),
                 None,
             ));
         };
-        if entry.raised.answer.is_closed() {
-            // Its card expired a moment ago; the timer is about to drop it.
-            return Err(McpError::invalid_params(
-                format!(
-                    "`requestState` names a call whose card expired (cards stay open {} s), so \
-                     the answer was not taken; call `{name}` again without `requestState`",
-                    self.expiry.as_secs()
-                ),
-                None,
-            ));
-        }
         if entry.flight.name != name || &entry.flight.arguments != arguments {
             let message = match entry.flight.name == name {
                 true => format!(
@@ -415,8 +464,40 @@ impl Flights {
         };
         drop(parked);
         let Parked { flight, raised, .. } = entry;
+        // A card that expired a moment ago takes no answer: the call goes on with its expiry
+        // answer, and the re-sent request gets that result.
         let _ = raised.answer.send(answer);
-        Ok(flight)
+        Ok(Resumed::Flight(flight))
+    }
+
+    /// The result an expired card's call came to, for the same call re-sent with its handle;
+    /// taken once, so a replay is refused like any used handle.
+    fn exhume(
+        &self,
+        handle: &str,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Option<ToolResult>, McpError> {
+        let mut expired = self
+            .expired
+            .lock()
+            .map_err(|_| McpError::internal_error("the expired cards' lock was poisoned", None))?;
+        expired.retain(|tombstone| tombstone.at.elapsed() < TOMBSTONE_TTL);
+        let Some(at) = expired.iter().position(|t| t.handle == handle) else {
+            return Ok(None);
+        };
+        let tombstone = &expired[at];
+        if tombstone.name != name || &tombstone.arguments != arguments {
+            return Err(McpError::invalid_params(
+                format!(
+                    "`requestState` belongs to a `{}` call whose card expired unanswered; \
+                     re-send that call unchanged to read what it came to",
+                    tombstone.name
+                ),
+                None,
+            ));
+        }
+        Ok(expired.remove(at).map(|tombstone| tombstone.result))
     }
 
     /// Carries `flight` on as a task; `first` is a card it raised before becoming one.
@@ -434,8 +515,23 @@ impl Flights {
         if let Ok(mut parked) = self.parked.lock() {
             parked.clear();
         }
+        if let Ok(mut expired) = self.expired.lock() {
+            expired.clear();
+        }
         self.tasks.shutdown();
     }
+}
+
+/// Keeps `tombstone`, dropping the oldest beyond [`TOMBSTONES`] and any past its time.
+fn bury(tombstones: &Mutex<std::collections::VecDeque<Tombstone>>, tombstone: Tombstone) {
+    let Ok(mut kept) = tombstones.lock() else {
+        return;
+    };
+    kept.retain(|t| t.at.elapsed() < TOMBSTONE_TTL);
+    while kept.len() >= TOMBSTONES {
+        kept.pop_front();
+    }
+    kept.push_back(tombstone);
 }
 
 /// Runs a call as a task: progress becomes the status message, cards become input requests,

@@ -289,12 +289,15 @@ impl ServerHandler for McpServer {
                     None,
                 ));
             }
-            Some(handle) => self.flights.resume(
+            Some(handle) => match self.flights.resume(
                 handle,
                 &request.name,
                 &arguments,
                 request.input_responses.as_ref(),
-            )?,
+            )? {
+                flight::Resumed::Flight(flight) => flight,
+                flight::Resumed::Done(result) => return Ok(mcp_result(result).into()),
+            },
             None if request.input_responses.is_some() => {
                 return Err(McpError::invalid_params(
                     "`inputResponses` came without `requestState`: answers are only taken \

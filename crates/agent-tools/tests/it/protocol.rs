@@ -137,8 +137,46 @@ async fn prod_2_discover_names_both_protocols_tasks_and_instructions() {
     assert!(read.icons.is_none());
 }
 
+/// Asks `tool` with `arguments` on the 2026-07-28 protocol, lets its card expire, then sends
+/// `answer` late with the handle: what the late request gets, and what a replay gets.
+async fn answer_late(
+    server: &Server,
+    tool: &str,
+    arguments: Value,
+    answer: Value,
+) -> (rmcp::model::CallToolResult, String) {
+    let CallToolResponse::InputRequired(asked) = server
+        .service
+        .call_tool_once(params(tool, arguments.clone()))
+        .await
+        .unwrap()
+    else {
+        panic!("a 2026-07-28 card is an input_required answer");
+    };
+    let state = asked.request_state.clone().unwrap();
+    let key = asked.input_requests.unwrap().keys().next().unwrap().clone();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut responses = InputResponses::new();
+    responses.insert(key, answer);
+    let late = |arguments: Value| {
+        server.service.call_tool_once(
+            params(tool, arguments)
+                .with_input_responses(responses.clone())
+                .with_request_state(state.clone()),
+        )
+    };
+    let CallToolResponse::Complete(result) = late(arguments.clone()).await.unwrap() else {
+        panic!("a late answer gets the call's result");
+    };
+    let replayed = refusal(late(arguments).await);
+    (result, replayed)
+}
+
+/// ASK-3 and CORE-5 on the 2026-07-28 protocol: a card answered after it expired gets the
+/// call's own expiry result — for `ask_user` the timeout error that says to go on with an
+/// assumption and not ask again; for an approval card "not run" — once; a replay is refused.
 #[tokio::test]
-async fn ask_3_a_card_left_past_its_expiry_ends_its_handle_in_2026() {
+async fn ask_3_a_card_answered_after_its_expiry_gets_the_tools_expiry_result_in_2026() {
     let dir = workspace();
     std::fs::write(
         dir.path().join("agent-tools.toml"),
@@ -147,39 +185,44 @@ async fn ask_3_a_card_left_past_its_expiry_ends_its_handle_in_2026() {
     .unwrap();
     let server = Server::start(
         dir.path(),
-        &[],
-        Client::answering(vec![Person::Decline]).in_era(Era::Discover),
+        &["--approval", "ask"],
+        Client::answering(vec![]).in_era(Era::Discover),
     )
     .await;
-    let question = json!({"question": "Which database?"});
-    let CallToolResponse::InputRequired(asked) = server
-        .service
-        .call_tool_once(params("ask_user", question.clone()))
-        .await
-        .unwrap()
-    else {
-        panic!("a 2026-07-28 card is an input_required answer");
-    };
-    let state = asked.request_state.clone().unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let mut responses = InputResponses::new();
-    responses.insert(
-        "card-1".into(),
+    let (asked, replayed) = answer_late(
+        &server,
+        "ask_user",
+        json!({"question": "Which database?"}),
         json!({"action": "accept", "content": {"skip": true}}),
+    )
+    .await;
+    assert!(is_error(&asked), "{}", text(&asked));
+    assert_eq!(
+        text(&asked),
+        "card 1 expired after 1s without an answer; proceed on your own best assumption, say \
+         in your reply what you assumed, and do not ask this question again"
     );
-    let late = server
-        .service
-        .call_tool_once(
-            params("ask_user", question)
-                .with_input_responses(responses)
-                .with_request_state(state),
-        )
-        .await;
-    let message = refusal(late);
     assert!(
-        message.contains("its card expired (cards stay open 1 s)"),
-        "{message}"
+        replayed.starts_with("`requestState` does not name a call waiting on a card"),
+        "{replayed}"
     );
+
+    let (write, _) = answer_late(
+        &server,
+        "write",
+        json!({"path": "late.txt", "content": "late"}),
+        json!({"action": "accept", "content": {"decision": "allow"}}),
+    )
+    .await;
+    assert!(is_error(&write), "{}", text(&write));
+    assert!(
+        text(&write).starts_with(
+            "`write` was not run: permission card 2 got no answer within 1 s; do not retry"
+        ),
+        "{}",
+        text(&write)
+    );
+    assert!(!dir.path().join("late.txt").exists(), "nothing was written");
 }
 
 #[tokio::test]

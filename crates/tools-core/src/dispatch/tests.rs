@@ -355,7 +355,7 @@ async fn core_5_permission_cards_allow_only_on_an_explicit_allow() {
         ),
         (
             Answer::Expired,
-            "permission card 1 expired without an answer",
+            "permission card 1 got no answer within 50 ms",
         ),
         (
             Answer::NoHuman("stdin is not a terminal".into()),
