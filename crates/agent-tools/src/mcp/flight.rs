@@ -308,18 +308,14 @@ pub(crate) struct Flights {
     /// The newest expired cards' outcomes, at most [`TOMBSTONES`], each for [`TOMBSTONE_TTL`].
     expired: Arc<Mutex<std::collections::VecDeque<Tombstone>>>,
     tasks: TaskManager,
-    /// How long a card stays open: a parked call whose card was not answered by then is
-    /// dropped, and with it its handle.
-    expiry: Duration,
 }
 
 impl Flights {
-    pub(crate) fn new(expiry: Duration) -> Self {
+    pub(crate) fn new() -> Self {
         Flights {
             parked: Arc::default(),
             expired: Arc::default(),
             tasks: TaskManager::new(),
-            expiry,
         }
     }
 

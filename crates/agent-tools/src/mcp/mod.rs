@@ -94,7 +94,7 @@ impl McpServer {
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        let flights = Flights::new(settings.ask_expiry);
+        let flights = Flights::new();
         McpServer {
             settings,
             dispatcher: Arc::new(OnceCell::new()),
