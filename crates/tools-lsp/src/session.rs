@@ -291,6 +291,11 @@ impl Session {
         self.group.pgid()
     }
 
+    /// The CPU time the server's processes have used so far.
+    pub(crate) fn cpu_time(&self) -> std::time::Duration {
+        self.group.cpu_time()
+    }
+
     /// Whether the server can take requests now, or what it is busy with.
     pub(crate) fn activity(&self) -> Activity {
         let state = self.shared.state();

@@ -234,6 +234,12 @@ impl ProcessGroup {
         procfs::group_alive(self.pgid)
     }
 
+    /// The CPU time its processes have used so far: a server that is still working (an
+    /// analysis that reports no progress) keeps adding to it.
+    pub fn cpu_time(&self) -> Duration {
+        procfs::group_cpu_time(self.pgid)
+    }
+
     /// SIGINTs every process in the group: a kernel's cell stops with `KeyboardInterrupt` and
     /// the kernel lives on, and what the cell started (`!cmd`) is interrupted with it.
     pub fn interrupt(&self) {

@@ -32,6 +32,8 @@ pub(crate) struct Stat {
     pub(crate) ppid: u32,
     pub(crate) pgid: u32,
     pub(crate) state: char,
+    /// User and system CPU time so far, in clock ticks.
+    pub(crate) cpu_ticks: u64,
 }
 
 impl Stat {
@@ -100,6 +102,18 @@ pub(crate) fn group_alive(pgid: u32) -> bool {
         .any(|stat| stat.pgid == pgid && !stat.is_zombie())
 }
 
+/// The CPU time the processes of group `pgid` have used so far (those still alive or not yet
+/// reaped).
+pub(crate) fn group_cpu_time(pgid: u32) -> std::time::Duration {
+    let ticks: u64 = stats()
+        .iter()
+        .filter(|stat| stat.pgid == pgid)
+        .map(|stat| stat.cpu_ticks)
+        .sum();
+    let per_second = rustix::param::clock_ticks_per_second().max(1);
+    std::time::Duration::from_millis(ticks.saturating_mul(1000) / per_second)
+}
+
 pub(crate) fn read_stat(pid: u32) -> Option<Stat> {
     let text =
         std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;
@@ -115,11 +129,15 @@ fn parse_stat(text: &str) -> Option<Stat> {
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
+    // session, tty, tpgid, flags, four fault counters, then utime and stime.
+    let utime: u64 = fields.nth(8)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
     Some(Stat {
         pid,
         ppid,
         pgid,
         state,
+        cpu_ticks: utime + stime,
     })
 }
 
@@ -129,14 +147,17 @@ mod tests {
 
     #[test]
     fn a_stat_line_is_read_after_the_command_name() {
-        let stat = parse_stat("4242 (a (weird) name) S 17 4240 4240 0 -1 4194560 …");
+        let stat = parse_stat(
+            "4242 (a (weird) name) S 17 4240 4240 0 -1 4194560 2107 0 3 0 125 31 0 0 20 0 1 0 …",
+        );
         assert_eq!(
             stat,
             Some(Stat {
                 pid: 4242,
                 ppid: 17,
                 pgid: 4240,
-                state: 'S'
+                state: 'S',
+                cpu_ticks: 156,
             })
         );
     }
@@ -152,5 +173,21 @@ mod tests {
         let path = std::env::var("PATH").unwrap();
         assert_eq!(process_env_var(pid, "PATH"), Some(path));
         assert_eq!(process_env_var(pid, "TOOLS_PROCESS_NOT_SET_ANYWHERE"), None);
+    }
+
+    #[test]
+    fn a_groups_cpu_time_grows_while_it_works() {
+        let pgid = rustix::process::getpgrp().as_raw_pid() as u32;
+        let before = group_cpu_time(pgid);
+        let started = std::time::Instant::now();
+        let mut spin = 0u64;
+        while started.elapsed() < std::time::Duration::from_millis(300) {
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+        let after = group_cpu_time(pgid);
+        assert!(
+            after >= before + std::time::Duration::from_millis(100),
+            "{before:?} → {after:?}"
+        );
     }
 }

@@ -44,6 +44,11 @@ pub(crate) const MIN_PULL: Duration = Duration::from_secs(2);
 /// check until it has, so the time counts from readiness.
 const CHECK_START: Duration = Duration::from_secs(3);
 
+/// How long a server's CPU time is watched to tell whether it still works, and how much use
+/// in that time still counts as idle (a runtime's timers and collector).
+const IDLE_WINDOW: Duration = Duration::from_millis(250);
+const IDLE_CPU: Duration = Duration::from_millis(25);
+
 /// rust-analyzer's code for a file no crate's module tree reaches: it is not checked.
 const UNLINKED_FILE: &str = "unlinked-file";
 
@@ -149,6 +154,36 @@ async fn send<'a>(target: &'a Target, previous: Option<&str>) -> Result<Sent<'a>
     })
 }
 
+/// Whether a server has stopped working, from its CPU time sampled a window apart.
+#[derive(Default)]
+struct Idle {
+    sample: Option<(Instant, Duration)>,
+}
+
+impl Idle {
+    /// Takes a sample: true once the server used at most [`IDLE_CPU`] over the last
+    /// [`IDLE_WINDOW`].
+    fn observe(&mut self, cpu: Duration) -> bool {
+        let now = Instant::now();
+        match self.sample {
+            Some((at, used)) if now.duration_since(at) >= IDLE_WINDOW => {
+                self.sample = Some((now, cpu));
+                cpu.saturating_sub(used) <= IDLE_CPU
+            }
+            Some(_) => false,
+            None => {
+                self.sample = Some((now, cpu));
+                false
+            }
+        }
+    }
+
+    /// When the next sample is due, once sampling began.
+    fn next_look(&self) -> Option<Instant> {
+        self.sample.map(|(at, _)| at + IDLE_WINDOW)
+    }
+}
+
 /// Waits until `session`'s own project-wide check is not running and has run at least once
 /// since the server started (or none began within the grace after readiness), so its
 /// publishes are the whole project's state: the baseline a write is compared with. Returns
@@ -237,6 +272,7 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
     let analysis_pulled = pull == Pull::Analysis;
     let grace = CHECK_START.min(bound);
     let mut check_grace_end: Option<Instant> = None;
+    let mut idle = Idle::default();
     let mut changes = shared.subscribe();
     // The server has answered for this text.
     let quiet = loop {
@@ -284,8 +320,14 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
                 && !before.running
                 && check_grace_end.is_some_and(|end| Instant::now() >= end)
                 && (analysis_pulled || fresh || covered)
+                // Analysis on change reports progress only after its first slice of work, and
+                // only when files remain: a pass that checks the importers in one slice shows
+                // none, and under load that slice outlasts the grace. Its publishes come at
+                // the slice's end; until then the server is busy, which its CPU time shows.
+                && (session.spec.check != Check::OnChange || idle.observe(session.cpu_time()))
             {
-                // No check began: the file is outside every crate, or checking is off.
+                // No check began: the file is outside every crate, checking is off, or the
+                // pass was too short to report progress.
                 Some(PUBLISH_QUIET)
             } else {
                 None
@@ -308,7 +350,7 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         // Wake for every message the server sends, and when the check-start grace ends.
         let wake = match check_grace_end {
             Some(end) if expects_check && now < end => end.min(deadline),
-            _ => deadline,
+            _ => idle.next_look().map_or(deadline, |at| at.min(deadline)),
         };
         let _ = tokio::time::timeout_at(wake, changes.changed()).await;
     };
