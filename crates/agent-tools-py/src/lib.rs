@@ -28,6 +28,12 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
+            // A fallback is never silent: without PID namespaces, what a child detaches may
+            // outlive a SIGKILLed interpreter.
+            let containment = tools_process::containment();
+            if !containment.is_active() {
+                eprintln!("agent-tools: {}", containment.describe());
+            }
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .thread_name("agent-tools")

@@ -146,6 +146,9 @@ where
     if let Err(error) = tools_process::become_subreaper() {
         tracing::warn!(%error, "cannot become a child subreaper; orphans go to init");
     }
+    if matches!(cli.command, Command::Serve(_)) {
+        report_containment();
+    }
     let outcome = runtime.block_on(async {
         tools_process::spawn_orphan_reaper();
         run(cli).await
@@ -158,6 +161,16 @@ where
             eprintln!("error: {error:#}");
             2
         }
+    }
+}
+
+/// Says at start-up whether every child's descendants end with the run even when it is
+/// SIGKILLed (PID namespaces), or why not: a fallback is never silent.
+pub(crate) fn report_containment() {
+    let containment = tools_process::containment();
+    match containment.is_active() {
+        true => tracing::info!("{}", containment.describe()),
+        false => tracing::warn!("{}", containment.describe()),
     }
 }
 

@@ -1102,7 +1102,10 @@ fn initialize_params(session: &Session, root_uri: Url, root_name: String) -> Ini
         .unwrap_or_default();
     #[allow(deprecated)]
     InitializeParams {
-        process_id: Some(std::process::id()),
+        // A contained server lives in a PID namespace of its own, where our pid names nothing
+        // (or another process): a server watching it (vscode-languageserver polls it every few
+        // seconds) would exit at once. There it ends with its namespace instead.
+        process_id: (!tools_process::containment().is_active()).then(std::process::id),
         root_path: Some(session.root.display().to_string()),
         root_uri: Some(root_uri.clone()),
         initialization_options: session.spec.initialization_options.clone(),

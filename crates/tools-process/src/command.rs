@@ -67,6 +67,7 @@ pub struct Command {
     stderr: Output,
     sandbox: Option<Sandbox>,
     grace: Duration,
+    contained: bool,
 }
 
 impl Command {
@@ -83,6 +84,7 @@ impl Command {
             stderr: Output::default(),
             sandbox: None,
             grace: DEFAULT_GRACE,
+            contained: true,
         }
     }
 
@@ -168,6 +170,14 @@ impl Command {
         self
     }
 
+    /// Whether what the child starts runs in a PID namespace of its own, ended with the child
+    /// (on by default where the system allows it; see [`crate::containment`]). Off, the child
+    /// is the program itself, as for a process that must see the machine's pids.
+    pub fn contained(mut self, contained: bool) -> Self {
+        self.contained = contained;
+        self
+    }
+
     /// The folder it runs in.
     pub fn cwd(&self) -> &Path {
         &self.cwd
@@ -229,7 +239,7 @@ impl Command {
             };
         }
         #[cfg(target_os = "linux")]
-        die_with_parent(&mut command);
+        die_with_parent(&mut command, self.contained);
         let (mut child, tracked) =
             crate::spawner::spawn(command, runtime).map_err(|source| Error::Spawn {
                 command: shown.clone(),
@@ -304,17 +314,22 @@ fn shown_argv<S: AsRef<OsStr>>(argv: impl IntoIterator<Item = S>) -> String {
 /// was made: then the child has already been re-parented, and it exits instead of running on.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn die_with_parent(command: &mut tokio::process::Command) {
+fn die_with_parent(command: &mut tokio::process::Command, contained: bool) {
     let parent = rustix::process::getpid();
+    let contain = contained.then(crate::contain::Plan::current).flatten();
     // SAFETY: the closure runs in the forked child before exec. It makes only the prctl and
     // getppid system calls, which are async-signal-safe, allocates nothing (the errors are
-    // plain errno values) and touches no lock or memory shared with the parent's threads.
+    // plain errno values) and touches no lock or memory shared with the parent's threads;
+    // `Plan::enter` keeps to the same rules.
     unsafe {
         command.pre_exec(move || {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
             if rustix::process::getppid() != Some(parent) {
                 // std's child reports this to a parent that no longer listens and `_exit`s.
                 return Err(rustix::io::Errno::SRCH.into());
+            }
+            if let Some(plan) = &contain {
+                plan.enter()?;
             }
             Ok(())
         });

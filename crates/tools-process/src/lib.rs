@@ -13,6 +13,7 @@
 
 mod child;
 mod command;
+mod contain;
 mod error;
 mod procfs;
 mod reaper;
@@ -26,6 +27,7 @@ mod tail;
 pub use crate::{
     child::{Child, ChildParts, Leader, ProcessGroup, Termination},
     command::{Command, DEFAULT_GRACE, Input, Output, Sandbox},
+    contain::{Containment, NO_CONTAINMENT_ENV, containment},
     error::{Error, Result},
     procfs::{ProcessInfo, list_processes, process_env_var, process_info},
     reaper::{OrphanReaper, become_subreaper, reap_orphans, spawn_orphan_reaper},

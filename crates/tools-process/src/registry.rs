@@ -115,7 +115,9 @@ pub(crate) fn signal_group(pgid: u32, signal: Signal) {
 /// left its parent's group, so killing that group does not reach it. Refuses init, this
 /// process and its own group.
 pub fn kill_reported(pid: u32) {
-    if pid <= 1 || pid == std::process::id() {
+    // A contained child reports pids of its own namespace, which name other processes here;
+    // what it started ends with its namespace anyway.
+    if pid <= 1 || pid == std::process::id() || crate::containment().is_active() {
         return;
     }
     let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {

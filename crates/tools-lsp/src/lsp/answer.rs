@@ -217,6 +217,7 @@ impl LspAnswer {
             },
             LspAnswer::Status(reports) => LspOutput {
                 servers: reports,
+                notes: vec![processes_line()],
                 ..LspOutput::new(Operation::Status)
             },
             LspAnswer::Reload(lines) => LspOutput {
@@ -432,6 +433,11 @@ fn render_quoted(text: &mut String, listed: &[Quoted]) {
     }
 }
 
+/// Whether the servers' own children (checkers, helpers) end with them whatever happens.
+fn processes_line() -> String {
+    format!("processes: {}", tools_process::containment().describe())
+}
+
 fn render_status(reports: &[ServerReport]) -> String {
     let mut text = String::from("Language servers for this workspace:");
     for report in reports {
@@ -466,6 +472,8 @@ fn render_status(reports: &[ServerReport]) -> String {
             }
         }
     }
+    text.push_str("\n\n");
+    text.push_str(&processes_line());
     text
 }
 

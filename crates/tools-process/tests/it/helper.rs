@@ -28,10 +28,29 @@ fn helper_process() {
             "pdeathsig" => pdeathsig(&mark).await,
             "shutdown" => shutdown(&mark).await,
             "subreaper" => subreaper(&mark).await,
+            "contain" => contain(&mark).await,
             other => panic!("no helper role {other}"),
         }
     });
     println!("HELPER OK");
+}
+
+/// Plays `serve` with a child whose own child left its group and session (a daemon), says
+/// they run, and waits to be SIGKILLed.
+async fn contain(mark: &str) {
+    let child = marked_sh("setsid sleep 1001 & sleep 1002", mark)
+        .spawn()
+        .unwrap();
+    eventually("the child and its daemon run", || {
+        let running = running_with(mark);
+        ["sleep 1001", "sleep 1002"]
+            .iter()
+            .all(|sleep| running.iter().any(|p| p.cmdline.join(" ") == *sleep))
+    })
+    .await;
+    println!("CONTAINED {}", tools_process::containment().is_active());
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    drop(child);
 }
 
 /// Starts a grandchild for the test, says which, and waits to be killed.

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod contain;
 mod groups;
 mod helper;
 mod reaper;

@@ -4,14 +4,16 @@
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tools_process::{Output, RunLimits, process_info, run_to_end};
+use tools_process::{NO_CONTAINMENT_ENV, Output, RunLimits, process_info, run_to_end};
 
 use crate::support::{eventually, helper, mark, running_with, runs};
 
 /// Runs a helper role to its end and checks it said it was content.
+/// The roles here test the fallback's mechanisms (parent-death signal, subreaper, group
+/// shutdown), so their children are not contained.
 async fn run_helper(role: &str) {
     let output = run_to_end(
-        &helper(role, &mark(role)),
+        &helper(role, &mark(role)).env(NO_CONTAINMENT_ENV, "1"),
         None,
         RunLimits {
             timeout: Duration::from_secs(120),
@@ -32,6 +34,7 @@ async fn run_helper(role: &str) {
 async fn a_child_dies_with_its_parent() {
     let mark = mark("pdeathsig");
     let mut parent = helper("pdeathsig", &mark)
+        .env(NO_CONTAINMENT_ENV, "1")
         .stdout(Output::Piped)
         .stderr(Output::Null)
         .spawn()

@@ -60,10 +60,13 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-/// This test binary, re-executed to play helper `role` (see `helper.rs`).
+/// This test binary, re-executed to play helper `role` (see `helper.rs`). A helper plays the
+/// part of `serve`: it runs uncontained, as the binary does, and its own children run
+/// contained unless `NO_CONTAINMENT_ENV` is passed to it.
 pub fn helper(role: &str, mark: &str) -> Command {
     let exe = std::env::current_exe().unwrap();
     Command::new(exe, std::env::temp_dir())
+        .contained(false)
         .args([
             "helper::helper_process",
             "--exact",
