@@ -528,21 +528,35 @@ async fn dbg_4_no_adapter_or_debuggee_outlives_a_killed_serve() {
         return;
     }
     let dir = python_project("");
+    // A debuggee with a child in a session of its own (issue 22).
+    write_files(
+        dir.path(),
+        &[(
+            "daemon.py",
+            "import subprocess\nsubprocess.Popen(['sleep', '306'], start_new_session=True)\nx = 1\nprint(x)\n",
+        )],
+    );
     let server = start(dir.path()).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "app.py", "lines": [14]}),
+        json!({"operation": "breakpoints", "file": "daemon.py", "lines": [4]}),
     )
     .await;
-    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
+    let (stop, _) = debug(
+        &server,
+        json!({"operation": "launch", "program": "daemon.py"}),
+    )
+    .await;
     assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    let running = until_processes(&server.mark, |found| {
+        found.iter().any(|p| p.ends_with("sleep 306"))
+    })
+    .await;
     assert!(
-        left.is_empty(),
-        "left behind after SIGKILL of serve: {left:?}"
+        running.iter().any(|p| p.ends_with("sleep 306")),
+        "{running:?}"
     );
+    crate::lifecycle::sigkill_and_expect_nothing_left(&server, "a debuggee and its child").await;
 }
 
 const C_PROGRAM: &str = r#"#include <stdio.h>

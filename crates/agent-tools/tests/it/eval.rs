@@ -557,14 +557,21 @@ async fn eval_no_kernel_outlives_a_killed_server() {
     }
     let (_dir, root) = python_workspace(60);
     let server = start(&root).await;
-    ok(&server, cell("1")).await;
-    let running =
-        until_processes(&server.mark, |found| found.iter().any(|p| p.contains("-c"))).await;
+    // A daemon the cell starts in a session of its own: no group signal reaches it, and its
+    // parent, the kernel, is killed before it (issue 22).
+    ok(
+        &server,
+        cell(
+            "import subprocess\nsubprocess.Popen(['sleep', '307'], start_new_session=True).pid > 0",
+        ),
+    )
+    .await;
+    let running = until_processes(&server.mark, |found| {
+        found.iter().any(|p| p.ends_with("sleep 307"))
+    })
+    .await;
     assert!(running.iter().any(|p| p.contains("python")), "{running:?}");
-    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    let left = until_processes(&server.mark, <[String]>::is_empty).await;
-    assert!(left.is_empty(), "left behind after SIGKILL: {left:?}");
+    crate::lifecycle::sigkill_and_expect_nothing_left(&server, "an eval cell's daemon").await;
 }
 
 #[tokio::test]

@@ -47,6 +47,28 @@ async fn start_allowing(root: &Path) -> Server {
     .await
 }
 
+/// SIGKILLs `serve` and checks that every process it started, and every descendant of those,
+/// is gone within 2 s (issue 22); prints the time for the note's matrix.
+pub(crate) async fn sigkill_and_expect_nothing_left(server: &crate::support::Server, what: &str) {
+    signal(server.pid, rustix::process::Signal::KILL);
+    let killed = std::time::Instant::now();
+    let left = crate::support::until_processes(&server.mark, <[String]>::is_empty).await;
+    let took = killed.elapsed();
+    assert!(
+        left.is_empty(),
+        "left behind after SIGKILL of serve ({what}): {left:?}"
+    );
+    eprintln!(
+        "SIGKILL of serve with {what}: nothing left after {} ms ({})",
+        took.as_millis(),
+        tools_process::containment().describe()
+    );
+    assert!(
+        took < std::time::Duration::from_secs(2),
+        "{what}: gone only after {took:?}"
+    );
+}
+
 pub(crate) fn signal(pid: u32, signal: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
     rustix::process::kill_process(pid, signal).unwrap();
@@ -110,6 +132,20 @@ async fn sigterm_during_a_project_check_leaves_no_process_behind() {
     assert!(exited(server.pid), "serve did not exit after SIGTERM");
     let left = until_processes(&server.mark, <[String]>::is_empty).await;
     assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
+}
+
+/// SIGKILL leaves serve no chance to end anything: the checker (a grandchild, through the
+/// write tool's project check) ends with its namespace (issue 22).
+#[tokio::test]
+async fn sigkill_during_a_project_check_leaves_no_process_behind() {
+    if !basedpyright_available() {
+        return;
+    }
+    let dir = python_project();
+    let server = start_allowing(dir.path()).await;
+    let _call = start_project_check(&server).await;
+    checker_started(&server.mark).await;
+    sigkill_and_expect_nothing_left(&server, "a project checker running").await;
 }
 
 #[tokio::test]

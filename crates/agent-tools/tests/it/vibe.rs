@@ -50,6 +50,7 @@ case "$brief" in
   chatty*) i=0; while [ $i -lt 3000 ]; do echo "line $i of a chatty worker, padded to be long enough"; i=$((i+1)); done ;;
   echo*) printf '%s' "$brief" ;;
   pause*) sleep 2; echo "paused and done" ;;
+  daemon*) setsid sleep 309 & sleep 300 & wait ;;
   *) echo "unknown brief" ;;
 esac
 "#,
@@ -403,6 +404,26 @@ async fn vibe_no_worker_outlives_the_server() {
     let left = until_processes(&mark, <[String]>::is_empty).await;
     assert!(left.is_empty(), "left behind: {left:?}");
     let _ = marked_processes(&mark);
+}
+
+/// A worker whose own child left its group and session (a daemon), and `serve` SIGKILLed:
+/// the worker gets its parent-death signal, and the daemon ends with the worker's PID
+/// namespace (issue 22).
+#[tokio::test]
+async fn vibe_no_worker_or_its_daemon_outlives_a_killed_server() {
+    let setup = setup(4);
+    let server = start(&setup, &[]).await;
+    spawn(&server, "daemon please", "fast").await;
+    let running = until_processes(&server.mark, |found| {
+        found.iter().any(|p| p.ends_with("sleep 309"))
+            && found.iter().any(|p| p.ends_with("sleep 300"))
+    })
+    .await;
+    assert!(
+        running.iter().any(|p| p.ends_with("sleep 309")),
+        "{running:?}"
+    );
+    crate::lifecycle::sigkill_and_expect_nothing_left(&server, "a worker and its daemon").await;
 }
 
 #[tokio::test]
