@@ -108,6 +108,8 @@ pub struct ToolSpec {
     pub lane: Option<Lane>,
     /// Whether its calls may write files (diagnostics on write wraps these).
     pub writes_files: bool,
+    /// Whether some of its calls may run long, so may become tasks.
+    pub may_run_long: bool,
     /// What the model reads: the input type's doc comment.
     pub description: String,
     /// The input schema, without the description (which is above).
@@ -131,6 +133,7 @@ impl ToolSpec {
             tier: tool.tier(),
             lane: tool.lane(),
             writes_files: tool.writes_files(),
+            may_run_long: tool.can_run_long(),
             description,
             input_schema,
             output_schema,

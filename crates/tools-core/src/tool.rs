@@ -39,6 +39,9 @@ pub trait Tool: Send + Sync + 'static {
     /// kernel, pauses a debuggee); dispatch then waits the cancel grace for it to return before
     /// dropping it. Tools that never look at the token are dropped at once.
     const GRACEFUL_CANCEL: bool = false;
+    /// Whether some calls may run long ([`Tool::may_run_long`] can say yes): a client that
+    /// asks ahead of a call whether it may become a task is told so from this.
+    const MAY_RUN_LONG: bool = false;
 
     /// The files a call will write, from its decoded arguments, resolved in `workspace`; known
     /// before the call runs, so wrappers can act first (diagnostics on write takes the
@@ -274,6 +277,8 @@ pub trait AnyTool: Send + Sync + 'static {
     fn writes_files(&self) -> bool;
     /// Whether it stops by itself on cancellation.
     fn graceful_cancel(&self) -> bool;
+    /// Whether some calls may run long.
+    fn can_run_long(&self) -> bool;
     /// The input schema (its `description` is the tool's description).
     fn input_schema(&self) -> serde_json::Map<String, Value>;
     /// The output schema.
@@ -300,8 +305,14 @@ impl<T: Tool> AnyTool for T {
             Value::Null => Value::Object(Default::default()),
             other => other.clone(),
         };
-        serde_json::from_value::<T::Input>(arguments)
-            .is_ok_and(|input| Tool::may_run_long(self, &input))
+        let long = serde_json::from_value::<T::Input>(arguments)
+            .is_ok_and(|input| Tool::may_run_long(self, &input));
+        debug_assert!(
+            !long || T::MAY_RUN_LONG,
+            "{} may run long but does not say so in MAY_RUN_LONG",
+            T::NAME
+        );
+        long
     }
 
     fn tier(&self) -> Tier {
@@ -318,6 +329,10 @@ impl<T: Tool> AnyTool for T {
 
     fn graceful_cancel(&self) -> bool {
         T::GRACEFUL_CANCEL
+    }
+
+    fn can_run_long(&self) -> bool {
+        T::MAY_RUN_LONG
     }
 
     fn input_schema(&self) -> serde_json::Map<String, Value> {

@@ -210,6 +210,8 @@ impl Tool for Debug {
     const LANE: Option<Lane> = Some(Lane::DEBUG);
     const GRACEFUL_CANCEL: bool = true;
 
+    const MAY_RUN_LONG: bool = true;
+
     /// Starting a program or running it to its next stop takes as long as the program does.
     fn may_run_long(&self, input: &DebugInput) -> bool {
         matches!(

@@ -121,6 +121,8 @@ impl Tool for Eval {
     const LANE: Option<Lane> = Some(Lane::EVAL);
     const GRACEFUL_CANCEL: bool = true;
 
+    const MAY_RUN_LONG: bool = true;
+
     /// A cell runs as long as its code does.
     fn may_run_long(&self, _input: &EvalInput) -> bool {
         true

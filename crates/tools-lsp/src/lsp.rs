@@ -284,6 +284,8 @@ impl Tool for Lsp {
     const TITLE: &'static str = "Ask the language server";
     const TIER: Tier = Tier::Read;
 
+    const MAY_RUN_LONG: bool = true;
+
     /// A project check (`diagnostics` over `*` or a folder prefix) runs the whole checker.
     fn may_run_long(&self, input: &LspInput) -> bool {
         LspRequest::may_run_long(input)

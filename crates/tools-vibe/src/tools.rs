@@ -292,6 +292,8 @@ impl Tool for VibeWait {
     const TITLE: &'static str = "Wait for workers";
     const TIER: Tier = Tier::Read;
 
+    const MAY_RUN_LONG: bool = true;
+
     /// A wait lasts up to its timeout.
     fn may_run_long(&self, _input: &VibeWaitInput) -> bool {
         true

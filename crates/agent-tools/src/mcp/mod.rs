@@ -488,6 +488,7 @@ mod tests {
             tier,
             lane: None,
             writes_files: false,
+            may_run_long: false,
             description: String::new(),
             input_schema: Default::default(),
             output_schema: Default::default(),
