@@ -223,7 +223,9 @@ impl Kernel {
             language,
             interpreter: ready["interpreter"].as_str().unwrap_or(&program).to_owned(),
             version: ready["version"].as_str().unwrap_or_default().to_owned(),
-            pid: ready["pid"].as_u64().unwrap_or_default(),
+            // The machine's pid, which `ps` and `kill` in the agent's shell know; the kernel's
+            // own `getpid()` is its pid inside its namespace.
+            pid: u64::from(leader.program_pid()),
             group: parts.group,
             leader,
             stdin,

@@ -251,7 +251,10 @@ impl Lsp {
                 self.check_project(workspace, &prefix, page, severity)
                     .await?,
             ),
-            LspRequest::Status => LspAnswer::Status(self.supervisor.status().await?),
+            LspRequest::Status => LspAnswer::Status(
+                self.supervisor.status().await?,
+                tools_process::containment(),
+            ),
             LspRequest::Reload { file } => {
                 LspAnswer::Reload(self.reload(workspace, file.as_deref()).await?)
             }

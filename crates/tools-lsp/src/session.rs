@@ -131,6 +131,8 @@ pub(crate) struct Session {
     /// For servers that do not watch files: the disk as last reported to them.
     disk: Option<tokio::sync::Mutex<DiskSnapshot>>,
     group: ProcessGroup,
+    /// The server's pid on the machine (not its group's keeper).
+    pid: u32,
     initialized_at: Instant,
     idle_seen: AtomicBool,
     stopping: AtomicBool,
@@ -175,6 +177,8 @@ impl Session {
             })
             .and_then(|command| command.spawn())
             .map_err(|error| spawn_error(error.to_string()))?;
+        // std returns once the program has exec'ed, so its pid is known here.
+        let pid = child.program_pid();
         let parts = child.into_parts();
         let (Some(stdin), Some(stdout)) = (parts.stdin, parts.stdout) else {
             return Err(spawn_error("its pipes were not set up".to_owned()));
@@ -240,6 +244,7 @@ impl Session {
             documents: tokio::sync::Mutex::new(HashMap::new()),
             disk: (!spec.watches_files).then(Default::default),
             group: parts.group,
+            pid,
             initialized_at: Instant::now(),
             idle_seen: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
@@ -288,7 +293,7 @@ impl Session {
 
     /// The server's process id.
     pub(crate) fn pid(&self) -> u32 {
-        self.group.pgid()
+        self.pid
     }
 
     /// The CPU time the server's processes have used so far.

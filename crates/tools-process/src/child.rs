@@ -63,6 +63,13 @@ impl Child {
         self.leader.pid
     }
 
+    /// The pid of the program this child runs, as the machine's process table shows it: the
+    /// leader's pid, or for a contained child the process its keeper forked to exec the
+    /// program in (see [`crate::containment`]). Say this one to people and models.
+    pub fn program_pid(&self) -> u32 {
+        self.leader.program_pid()
+    }
+
     /// The command line, as shown in messages.
     pub fn command(&self) -> &str {
         &self.leader.command
@@ -140,6 +147,9 @@ pub struct Leader {
     child: tokio::process::Child,
     pid: u32,
     command: Arc<str>,
+    /// For a contained child (its leader is a keeper): the machine pids of its namespace's
+    /// init and of the program.
+    namespace: Option<procfs::Namespace>,
     /// Keeps the orphan reaper off this pid while we may still wait for it.
     _tracked: TrackedPid,
 }
@@ -149,11 +159,17 @@ impl Leader {
         child: tokio::process::Child,
         tracked: TrackedPid,
         command: Arc<str>,
+        contained: bool,
     ) -> Self {
+        let pid = tracked.pid();
         Leader {
             child,
-            pid: tracked.pid(),
+            pid,
             command,
+            // std returns from spawn once the program has exec'ed: both are forked by now.
+            namespace: contained
+                .then(|| procfs::namespace_of_keeper(pid))
+                .flatten(),
             _tracked: tracked,
         }
     }
@@ -163,13 +179,25 @@ impl Leader {
         self.pid
     }
 
-    /// Waits for it to exit and reaps it.
+    /// The program's pid on the machine: see [`Child::program_pid`].
+    pub fn program_pid(&self) -> u32 {
+        self.namespace
+            .map_or(self.pid, |namespace| namespace.program)
+    }
+
+    /// Waits for it to exit and reaps it. For a contained child, also until its namespace is
+    /// gone (up to 2 s): a SIGKILL to the group ends the keeper at once, while the program and
+    /// what it started take a moment more to exit, and a caller that waited expects them gone.
     pub async fn wait(&mut self) -> Result<ExitStatus> {
-        self.child.wait().await.map_err(|source| Error::Io {
+        let status = self.child.wait().await.map_err(|source| Error::Io {
             action: "waiting for",
             command: self.command.to_string(),
             source,
-        })
+        })?;
+        if let Some(namespace) = self.namespace {
+            namespace.ended(Duration::from_secs(2)).await;
+        }
+        Ok(status)
     }
 
     /// Its exit status if it has exited, without waiting.
@@ -200,15 +228,18 @@ impl Leader {
 #[derive(Debug)]
 pub struct ProcessGroup {
     pgid: u32,
+    /// The leader's program (the leader itself unless contained).
+    program: u32,
     grace: Duration,
     ticket: u64,
 }
 
 impl ProcessGroup {
-    pub(crate) fn new(pgid: u32, command: Arc<str>, grace: Duration) -> Self {
+    pub(crate) fn new(pgid: u32, program: u32, command: Arc<str>, grace: Duration) -> Self {
         let ticket = registry::register_group(pgid, command.to_string());
         ProcessGroup {
             pgid,
+            program,
             grace,
             ticket,
         }
@@ -224,9 +255,12 @@ impl ProcessGroup {
         self.grace
     }
 
-    /// Whether the leader is still running (not exited, not a zombie waiting to be reaped).
+    /// Whether the leader's program is still running (not exited, not a zombie waiting to be
+    /// reaped): for a contained child, the program its keeper runs, which ends a moment
+    /// before the keeper does.
     pub fn leader_runs(&self) -> bool {
-        procfs::read_stat(self.pgid).is_some_and(|stat| stat.pgid == self.pgid && !stat.is_zombie())
+        procfs::read_stat(self.program)
+            .is_some_and(|stat| stat.pgid == self.pgid && !stat.is_zombie())
     }
 
     /// Whether any process of the group is still running (the leader, or what it started).

@@ -239,7 +239,9 @@ impl Command {
             };
         }
         #[cfg(target_os = "linux")]
-        die_with_parent(&mut command, self.contained);
+        let contained = die_with_parent(&mut command, self.contained);
+        #[cfg(not(target_os = "linux"))]
+        let contained = false;
         let (mut child, tracked) =
             crate::spawner::spawn(command, runtime).map_err(|source| Error::Spawn {
                 command: shown.clone(),
@@ -275,9 +277,11 @@ impl Command {
             _ => stderr,
         };
         let shown: Arc<str> = Arc::from(shown);
+        let leader = Leader::new(child, tracked, Arc::clone(&shown), contained);
+        let program = leader.program_pid();
         Ok(Child::new(
-            Leader::new(child, tracked, Arc::clone(&shown)),
-            ProcessGroup::new(pid, shown, self.grace),
+            leader,
+            ProcessGroup::new(pid, program, shown, self.grace),
             (stdin, stdout, stderr),
         ))
     }
@@ -314,9 +318,11 @@ fn shown_argv<S: AsRef<OsStr>>(argv: impl IntoIterator<Item = S>) -> String {
 /// was made: then the child has already been re-parented, and it exits instead of running on.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn die_with_parent(command: &mut tokio::process::Command, contained: bool) {
+/// Returns whether the child is contained (runs its program under a keeper).
+fn die_with_parent(command: &mut tokio::process::Command, contained: bool) -> bool {
     let parent = rustix::process::getpid();
     let contain = contained.then(crate::contain::Plan::current).flatten();
+    let is_contained = contain.is_some();
     // SAFETY: the closure runs in the forked child before exec. It makes only the prctl and
     // getppid system calls, which are async-signal-safe, allocates nothing (the errors are
     // plain errno values) and touches no lock or memory shared with the parent's threads;
@@ -334,6 +340,7 @@ fn die_with_parent(command: &mut tokio::process::Command, contained: bool) {
             Ok(())
         });
     }
+    is_contained
 }
 
 #[cfg(test)]

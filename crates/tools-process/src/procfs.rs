@@ -82,6 +82,64 @@ fn with_cmdline(stat: Stat) -> ProcessInfo {
     }
 }
 
+/// A contained child's namespace, by the machine pids of its init and its program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Namespace {
+    pub(crate) init: u32,
+    pub(crate) program: u32,
+}
+
+impl Namespace {
+    /// Waits until the namespace's init has exited, or `limit`. The kernel ends an init only
+    /// once every other process of its namespace has been reaped (pid_namespaces(7)), so then
+    /// nothing of the namespace runs.
+    pub(crate) async fn ended(self, limit: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut pause = std::time::Duration::from_millis(1);
+        while read_stat(self.init).is_some_and(|stat| !stat.is_zombie())
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+/// The namespace a keeper made: its children are the namespace's init (pid 1 there, forked
+/// first) and the program (pid 2 there).
+pub(crate) fn namespace_of_keeper(keeper: u32) -> Option<Namespace> {
+    let children = std::fs::read_to_string(format!("/proc/{keeper}/task/{keeper}/children"))
+        .map(|text| {
+            text.split_whitespace()
+                .filter_map(|pid| pid.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|_| {
+            stats()
+                .into_iter()
+                .filter(|stat| stat.ppid == keeper)
+                .map(|stat| stat.pid)
+                .collect()
+        });
+    let inner_pid = |pid: u32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|line| line.starts_with("NSpid:"))?;
+        line.split_whitespace().last()?.parse::<u32>().ok()
+    };
+    let (mut init, mut program) = (None, None);
+    for pid in children {
+        match inner_pid(pid) {
+            Some(1) => init = Some(pid),
+            Some(2) => program = Some(pid),
+            _ => {}
+        }
+    }
+    Some(Namespace {
+        init: init?,
+        program: program?,
+    })
+}
+
 /// The stat of every process.
 pub(crate) fn stats() -> Vec<Stat> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

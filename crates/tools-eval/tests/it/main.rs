@@ -159,6 +159,10 @@ async fn the_runs_shutdown_stops_every_kernel() {
     assert_eq!(summary.stopped, ["kernels"]);
     for pid in pids {
         let gone = tools_process::process_info(pid).is_none_or(|info| info.is_zombie());
-        assert!(gone, "kernel {pid} outlived the run");
+        assert!(
+            gone,
+            "kernel {pid} outlived the run: {:?}",
+            tools_process::process_info(pid)
+        );
     }
 }

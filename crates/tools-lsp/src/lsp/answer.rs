@@ -16,7 +16,8 @@ pub(crate) enum LspAnswer {
     WorkspaceSymbols(WorkspaceSymbols),
     FileDiagnostics(FileDiagnostics),
     Check(Check),
-    Status(Vec<ServerReport>),
+    /// The servers, and how their children are contained (`tools_process::containment`).
+    Status(Vec<ServerReport>, tools_process::Containment),
     /// One line per server restarted or stopped.
     Reload(Vec<String>),
 }
@@ -141,7 +142,7 @@ impl LspAnswer {
             }
             LspAnswer::FileDiagnostics(answer) => (render_file_diagnostics(answer), &answer.notes),
             LspAnswer::Check(answer) => (render_check(answer), &answer.notes),
-            LspAnswer::Status(reports) => return render_status(reports),
+            LspAnswer::Status(reports, containment) => return render_status(reports, containment),
             LspAnswer::Reload(lines) => {
                 return match lines.is_empty() {
                     true => "No language server was running; servers start on the next call \
@@ -215,9 +216,9 @@ impl LspAnswer {
                 notes: answer.notes,
                 ..LspOutput::new(Operation::Diagnostics)
             },
-            LspAnswer::Status(reports) => LspOutput {
+            LspAnswer::Status(reports, containment) => LspOutput {
                 servers: reports,
-                notes: vec![processes_line()],
+                notes: vec![processes_line(&containment)],
                 ..LspOutput::new(Operation::Status)
             },
             LspAnswer::Reload(lines) => LspOutput {
@@ -434,11 +435,11 @@ fn render_quoted(text: &mut String, listed: &[Quoted]) {
 }
 
 /// Whether the servers' own children (checkers, helpers) end with them whatever happens.
-fn processes_line() -> String {
-    format!("processes: {}", tools_process::containment().describe())
+fn processes_line(containment: &tools_process::Containment) -> String {
+    format!("processes: {}", containment.describe())
 }
 
-fn render_status(reports: &[ServerReport]) -> String {
+fn render_status(reports: &[ServerReport], containment: &tools_process::Containment) -> String {
     let mut text = String::from("Language servers for this workspace:");
     for report in reports {
         text.push_str(&format!("\n\n{} ({})", report.server, report.extensions));
@@ -473,7 +474,7 @@ fn render_status(reports: &[ServerReport]) -> String {
         }
     }
     text.push_str("\n\n");
-    text.push_str(&processes_line());
+    text.push_str(&processes_line(containment));
     text
 }
 
@@ -740,23 +741,29 @@ mod tests {
 
     #[test]
     fn lsp_2_status_says_why_a_server_cannot_run_and_reload_says_when_none_ran() {
-        let status = LspAnswer::Status(vec![ServerReport {
-            server: "clangd".into(),
-            extensions: ".c, .h".into(),
-            usable: false,
-            roots: Vec::new(),
-            markers: vec!["compile_commands.json".into()],
-            binary: None,
-            version: None,
-            problem: Some(
-                "no compile_commands.json, compile_flags.txt or .clangd in the workspace".into(),
-            ),
-            sessions: Vec::new(),
-        }]);
+        let status = LspAnswer::Status(
+            vec![ServerReport {
+                server: "clangd".into(),
+                extensions: ".c, .h".into(),
+                usable: false,
+                roots: Vec::new(),
+                markers: vec!["compile_commands.json".into()],
+                binary: None,
+                version: None,
+                problem: Some(
+                    "no compile_commands.json, compile_flags.txt or .clangd in the workspace"
+                        .into(),
+                ),
+                sessions: Vec::new(),
+            }],
+            tools_process::Containment::Unavailable("unshare: Operation not permitted".into()),
+        );
         insta::assert_snapshot!(status.render(), @r"
         Language servers for this workspace:
 
         clangd (.c, .h): not usable — no compile_commands.json, compile_flags.txt or .clangd in the workspace
+
+        processes: children cannot be put in PID namespaces here (unshare: Operation not permitted): if this process is SIGKILLed, what a child started and moved out of its process group may outlive it
         ");
         insta::assert_snapshot!(LspAnswer::Reload(Vec::new()).render(), @"No language server was running; servers start on the next call that needs them.");
     }

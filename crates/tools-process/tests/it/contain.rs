@@ -92,6 +92,41 @@ async fn the_program_sees_its_own_namespace_and_its_pipes() {
     );
 }
 
+/// The pid a contained child says is the program's, as `ps` and `kill` know it; a wait after
+/// SIGKILL to the group returns only once the program and its daemon are gone.
+#[tokio::test]
+async fn the_program_pid_is_the_machines_and_a_wait_outlasts_the_namespace() {
+    if !available() {
+        return;
+    }
+    let mark = mark("contain-pid");
+    let mut child = marked_sh("setsid sleep 1005 & exec sleep 1006", &mark)
+        .spawn()
+        .unwrap();
+    let program = child.program_pid();
+    assert_ne!(program, child.pid(), "the leader is the keeper");
+    eventually("the program runs", || {
+        tools_process::process_info(program)
+            .is_some_and(|p| p.cmdline.first().is_some_and(|c| c == "sleep"))
+    })
+    .await;
+    assert!(child.group().leader_runs());
+    eventually("the daemon runs", || sleeps(&mark).len() == 2).await;
+    child.kill();
+    child.wait().await.unwrap();
+    assert!(
+        tools_process::process_info(program).is_none_or(|p| p.is_zombie()),
+        "the program outlived the wait: {:?}",
+        tools_process::process_info(program)
+    );
+    assert!(!child.group().leader_runs());
+    assert_eq!(
+        sleeps(&mark),
+        Vec::<String>::new(),
+        "the daemon outlived the wait"
+    );
+}
+
 #[tokio::test]
 async fn sigterm_to_the_group_reaches_the_program_once_and_ends_everything() {
     if !available() {
