@@ -36,6 +36,8 @@ const FAMILY_FEATURES: &[&str] = &["ask", "ast", "debug", "eval", "lsp", "vibe"]
 /// against (their messages are part of what the tests check).
 const BASEDPYRIGHT: &str = "basedpyright==1.40.2";
 const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@5.3.0";
+/// The MCP TypeScript SDK the client test drives `serve` with (issue 21).
+const MCP_TYPESCRIPT_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 const TYPESCRIPT: &str = "typescript@5.9.3";
 /// The Python debug adapter the debugger tests drive.
 const DEBUGPY: &str = "debugpy==1.8.22";
@@ -258,7 +260,17 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
         step("apt-get", &args, root)?;
     }
     let node_bin = root.join(".tools/node/node_modules/.bin");
-    if !node_bin.join("typescript-language-server").is_file() || !node_bin.join("tsc").is_file() {
+    let sdk = root.join(".tools/node/node_modules/@modelcontextprotocol/sdk/package.json");
+    let sdk_pinned = std::fs::read_to_string(&sdk).is_ok_and(|package| {
+        package.contains(&format!(
+            "\"version\": \"{}\"",
+            MCP_TYPESCRIPT_SDK.rsplit('@').next().unwrap_or_default()
+        ))
+    });
+    if !node_bin.join("typescript-language-server").is_file()
+        || !node_bin.join("tsc").is_file()
+        || !sdk_pinned
+    {
         step(
             "npm",
             &[
@@ -270,6 +282,7 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
                 ".tools/node",
                 TYPESCRIPT_LANGUAGE_SERVER,
                 TYPESCRIPT,
+                MCP_TYPESCRIPT_SDK,
             ],
             root,
         )?;

@@ -3,12 +3,14 @@
 //! type) gets a JSON-RPC error naming what was wrong, sent to the request's id, instead of
 //! being dropped with the client left waiting forever.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+
+use crate::mcp::dialect::{self, Dialect};
 
 /// JSON-RPC's code for text that is not JSON.
 const PARSE_ERROR: i64 = -32700;
@@ -21,6 +23,8 @@ const INVALID_PARAMS: i64 = -32602;
 pub struct LineTransport<R, W> {
     lines: Lines<BufReader<R>>,
     writer: Arc<tokio::sync::Mutex<W>>,
+    /// The 2025-11-25 task dialect, rewritten at this boundary (see [`dialect`]).
+    dialect: Arc<Mutex<Dialect>>,
 }
 
 /// The transport `serve` uses: standard input and output.
@@ -34,6 +38,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
         LineTransport {
             lines: BufReader::new(reader).lines(),
             writer: Arc::new(tokio::sync::Mutex::new(writer)),
+            dialect: Arc::default(),
         }
     }
 }
@@ -60,10 +65,8 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = Arc::clone(&self.writer);
-        async move {
-            let line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            write_line(&writer, line).await
-        }
+        let line = outbound(&self.dialect, &item);
+        async move { write_line(&writer, line?).await }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -79,6 +82,7 @@ where
             if line.trim().is_empty() {
                 continue;
             }
+            let line = inbound(&self.dialect, line);
             match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(&line) {
                 Ok(message) => return Some(message),
                 Err(error) => {
@@ -100,6 +104,37 @@ where
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.writer.lock().await.shutdown().await
     }
+}
+
+/// A line from the client, in the dialect rmcp reads.
+fn inbound(dialect: &Mutex<Dialect>, line: String) -> String {
+    if !dialect::may_rewrite_inbound(&line) {
+        return line;
+    }
+    let Ok(mut message) = serde_json::from_str::<Value>(&line) else {
+        return line;
+    };
+    let Ok(mut dialect) = dialect.lock() else {
+        return line;
+    };
+    dialect.inbound(&mut message);
+    serde_json::to_string(&message).unwrap_or(line)
+}
+
+/// A message to the client, in the dialect the request that it answers speaks.
+fn outbound(
+    dialect: &Mutex<Dialect>,
+    item: &TxJsonRpcMessage<RoleServer>,
+) -> std::io::Result<Vec<u8>> {
+    let mut dialect = dialect
+        .lock()
+        .map_err(|_| std::io::Error::other("poisoned"))?;
+    if !dialect.is_waiting() {
+        return serde_json::to_vec(item).map_err(std::io::Error::other);
+    }
+    let mut message = serde_json::to_value(item).map_err(std::io::Error::other)?;
+    dialect.outbound(&mut message);
+    serde_json::to_vec(&message).map_err(std::io::Error::other)
 }
 
 /// The error answer to a line that did not decode, when it carries a request id; a

@@ -308,6 +308,8 @@ pub(crate) struct Flights {
     /// The newest expired cards' outcomes, at most [`TOMBSTONES`], each for [`TOMBSTONE_TTL`].
     expired: Arc<Mutex<std::collections::VecDeque<Tombstone>>>,
     tasks: TaskManager,
+    /// The ids of the tasks made, oldest first, for `tasks/list` (rmcp keeps no list).
+    task_ids: Arc<Mutex<Vec<String>>>,
 }
 
 impl Flights {
@@ -316,6 +318,7 @@ impl Flights {
             parked: Arc::default(),
             expired: Arc::default(),
             tasks: TaskManager::new(),
+            task_ids: Arc::default(),
         }
     }
 
@@ -502,8 +505,23 @@ impl Flights {
             .with_ttl_ms(TASK_TTL_MS)
             .with_poll_interval_ms(POLL_INTERVAL_MS)
             .with_status_message(format!("`{}` is running", flight.name));
-        self.tasks
-            .spawn(options, move |task| Box::pin(run_task(flight, first, task)))
+        let task = self
+            .tasks
+            .spawn(options, move |task| Box::pin(run_task(flight, first, task)));
+        if let Ok(mut ids) = self.task_ids.lock() {
+            // Those rmcp dropped after their TTL go from the list too.
+            ids.retain(|id| self.tasks.get_task(id).is_ok());
+            ids.push(task.task_id.clone());
+        }
+        task
+    }
+
+    /// The ids of the tasks still kept, oldest first.
+    pub(crate) fn task_ids(&self) -> Vec<String> {
+        self.task_ids
+            .lock()
+            .map(|ids| ids.clone())
+            .unwrap_or_default()
     }
 
     /// Drops every parked call and task (the run is ending): their calls are cancelled.
@@ -513,6 +531,9 @@ impl Flights {
         }
         if let Ok(mut expired) = self.expired.lock() {
             expired.clear();
+        }
+        if let Ok(mut ids) = self.task_ids.lock() {
+            ids.clear();
         }
         self.tasks.shutdown();
     }

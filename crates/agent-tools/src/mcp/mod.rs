@@ -10,6 +10,7 @@
 //! then a call that may run long (a cell, a debugger `continue`, `vibe_wait`, a project check)
 //! becomes a task once it has run [`flight::TASK_GRACE`].
 
+pub(crate) mod dialect;
 mod flight;
 
 use std::sync::Arc;
@@ -19,9 +20,9 @@ use std::time::Duration;
 use base64::Engine;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    ContentBlock, CreateTaskResult, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations, UpdateTaskParams,
+    ContentBlock, CreateTaskResult, CustomRequest, CustomResult, GetTaskParams, GetTaskResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, TaskPayload, TaskStatus, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{RequestContext, RoleServer};
@@ -204,7 +205,9 @@ impl McpServer {
             false => format!(
                 "\nLong calls ({}) report progress to a call that sent a progress token, at \
                  least every {} s, and become tasks (io.modelcontextprotocol/tasks) when the \
-                 client declares that extension: after {} s, or at once when they raise a card.",
+                 client declares that extension: after {} s, or at once when they raise a card; \
+                 a 2025-11-25 client may send them with params.task (tools with \
+                 execution.taskSupport).",
                 long.join(", "),
                 flight::HEARTBEAT.as_secs(),
                 flight::TASK_GRACE.as_secs()
@@ -256,12 +259,24 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, McpError> {
         let dispatcher = self.dispatcher(&context).await?;
         let elicitation = declares_form_elicitation(context.client_capabilities().as_ref());
+        let legacy = !is_modern(&context);
         let tools = dispatcher
             .tools()
             .into_iter()
             // A request that takes no cards is not offered the tool that shows them (ASK-5).
             .filter(|spec| elicitation || spec.name != "ask_user")
-            .map(mcp_tool)
+            .map(|spec| {
+                let mut tool = mcp_tool(spec);
+                // A 2025-11-25 client may ask for these calls to run as tasks; the transport
+                // moves the mark to `execution` (see `dialect`).
+                if legacy && spec.may_run_long {
+                    tool.meta = Some(rmcp::model::MetaObject(serde_json::Map::from_iter([(
+                        dialect::EXECUTION_META.to_owned(),
+                        serde_json::json!({"taskSupport": "optional"}),
+                    )])));
+                }
+                tool
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -277,10 +292,18 @@ impl ServerHandler for McpServer {
         let tasks = capabilities
             .as_ref()
             .is_some_and(ClientCapabilities::supports_tasks);
+        let legacy_task = context.meta.get(dialect::TASK_META).is_some()
+            || request
+                .meta
+                .as_ref()
+                .is_some_and(|meta| meta.get(dialect::TASK_META).is_some());
         let arguments = request
             .arguments
             .map(serde_json::Value::Object)
             .unwrap_or(serde_json::Value::Null);
+        if legacy_task && request.request_state.is_none() {
+            return self.start_legacy_task(&dispatcher, &request.name, arguments, elicitation);
+        }
         let flight = match request.request_state.as_deref() {
             Some(_) if !is_modern(&context) => {
                 return Err(McpError::invalid_params(
@@ -376,6 +399,187 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.flights.tasks().cancel_task(&request.task_id)
+    }
+
+    /// The 2025-11-25 `tasks/*` methods (see [`dialect`]): under their own names from a
+    /// client rmcp lets through (`tasks/result`, `tasks/list`), under the private prefix
+    /// from a session without the extension.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let method = request
+            .method
+            .strip_prefix(dialect::PRIVATE_PREFIX)
+            .unwrap_or(&request.method);
+        let task_id = || {
+            request
+                .params
+                .as_ref()
+                .and_then(|params| params.get("taskId"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    McpError::invalid_params(
+                        format!("`{method}` needs `taskId`: the id a task-augmented call returned"),
+                        None,
+                    )
+                })
+        };
+        let tasks = self.flights.tasks();
+        let answer = match method {
+            "tasks/get" => dialect::legacy_task(&tasks.get_task(&task_id()?)?.task),
+            "tasks/list" => serde_json::json!({
+                "tasks": self
+                    .flights
+                    .task_ids()
+                    .iter()
+                    .filter_map(|id| tasks.get_task(id).ok())
+                    .map(|task| dialect::legacy_task(&task.task))
+                    .collect::<Vec<_>>(),
+            }),
+            "tasks/result" => self.task_result(&task_id()?, &context).await?,
+            "tasks/cancel" => {
+                let id = task_id()?;
+                let before = tasks.get_task(&id)?;
+                if is_terminal(before.status()) {
+                    return Err(McpError::invalid_params(
+                        format!(
+                            "task {id} already ended ({}); there is nothing to cancel",
+                            serde_json::to_value(before.status()).unwrap_or_default()
+                        ),
+                        None,
+                    ));
+                }
+                tasks.cancel_task(&id)?;
+                // The call stops cooperatively (a cell is interrupted): a moment, then the
+                // status the client reads is the one it ended with.
+                let settled = self.settled(&id, &context, CANCEL_SETTLE).await?;
+                dialect::legacy_task(&settled.task)
+            }
+            _ => {
+                return Err(McpError::new(
+                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                    format!("`{}` is not a method this server knows", request.method),
+                    None,
+                ));
+            }
+        };
+        Ok(CustomResult::new(answer))
+    }
+}
+
+/// How long `tasks/cancel` waits for the cancelled call to settle before it answers.
+const CANCEL_SETTLE: Duration = Duration::from_secs(5);
+
+/// How often a waiting `tasks/result` looks at its task.
+const RESULT_POLL: Duration = Duration::from_millis(50);
+
+fn is_terminal(status: TaskStatus) -> bool {
+    matches!(
+        status,
+        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+    )
+}
+
+impl McpServer {
+    /// A call sent with the 2025-11-25 `params.task`: a task from the start, whose cards go
+    /// to the session as `elicitation/create` (the client answers them while it polls).
+    fn start_legacy_task(
+        &self,
+        dispatcher: &Arc<Dispatcher>,
+        name: &str,
+        arguments: serde_json::Value,
+        elicitation: bool,
+    ) -> Result<CallToolResponse, McpError> {
+        let call = ToolCall {
+            name: name.to_owned(),
+            arguments,
+        };
+        let long = dispatcher.may_run_long(&call);
+        let asker = match elicitation {
+            true => Asker::Run,
+            false => Asker::Nobody(
+                "this client declared no elicitation capability, so no card can be shown; \
+                 the operator can connect a client that answers elicitation requests, or start \
+                 the server with `--approval allow`"
+                    .to_owned(),
+            ),
+        };
+        let flight = Flight::start(Arc::clone(dispatcher), call, asker, long);
+        let task = self.flights.spawn_task(flight, None);
+        let mut result = CallToolResult::success(Vec::new());
+        result.meta = Some(rmcp::model::MetaObject(serde_json::Map::from_iter([(
+            dialect::TASK_META.to_owned(),
+            dialect::legacy_task(&task),
+        )])));
+        Ok(result.into())
+    }
+
+    /// Waits until task `id` ended, or `bound`, or the request is cancelled; its state then.
+    async fn settled(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+        bound: Duration,
+    ) -> Result<rmcp::model::DetailedTask, McpError> {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let task = self.flights.tasks().get_task(id)?;
+            if is_terminal(task.status()) || tokio::time::Instant::now() >= deadline {
+                return Ok(task);
+            }
+            tokio::select! {
+                () = tokio::time::sleep(RESULT_POLL) => {}
+                () = context.ct.cancelled() => return Ok(task),
+            }
+        }
+    }
+
+    /// The 2025-11-25 `tasks/result`: waits for the task to end, then its call's result (with
+    /// the related-task mark), or the error it failed or was cancelled with.
+    async fn task_result(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<serde_json::Value, McpError> {
+        let task = self.settled(id, context, Duration::MAX / 4).await?;
+        let message = task.task.status_message.clone().unwrap_or_default();
+        match task.payload {
+            TaskPayload::Completed { result } => {
+                let mut result = result;
+                result.remove("resultType");
+                let meta = result
+                    .entry("_meta")
+                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert(
+                        "io.modelcontextprotocol/related-task".to_owned(),
+                        serde_json::json!({"taskId": id}),
+                    );
+                }
+                Ok(serde_json::Value::Object(result))
+            }
+            TaskPayload::Failed { error } => Err(McpError::internal_error(
+                format!(
+                    "task {id} failed: {}",
+                    error
+                        .get("message")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or(&message)
+                ),
+                None,
+            )),
+            TaskPayload::Cancelled => Err(McpError::invalid_request(
+                format!("task {id} was cancelled, so it has no result: {message}"),
+                None,
+            )),
+            _ => Err(McpError::invalid_request(
+                format!("task {id} has not ended ({message}); the request was cancelled first"),
+                None,
+            )),
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod ast;
 mod cli;
+mod clients;
 #[cfg(feature = "debug")]
 mod debug;
 mod eval;
