@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 from conftest import marked_processes, wait_gone
 
@@ -63,3 +64,52 @@ def test_interpreter_exit_stops_them(workspace, mark):
     )
     assert done.returncode == 0 and "started" in done.stdout, done.stderr
     assert wait_gone(mark) == []
+
+
+def test_sigkill_of_the_interpreter_ends_a_daemon_a_cell_started(workspace, mark):
+    """Issue 22: a SIGKILLed Python process runs no cleanup; the kernel's PID namespace still
+    ends with it, and so does the daemon the cell started in a session of its own."""
+    cell = {
+        "code": "import subprocess\nsubprocess.Popen(['setsid', 'sleep', '1008'])\nprint('forked')",
+        "description": "start a sleeping daemon in its own session",
+    }
+    script = textwrap.dedent(
+        f"""
+        import time
+        from agent_tools import Run
+        run = Run({str(workspace)!r}, approval="allow")
+        result = run.call("eval", {cell!r})
+        assert not result.is_error, result.text
+        print("started", flush=True)
+        time.sleep(120)
+        """
+    )
+    embedding = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ
+    )
+    try:
+        assert embedding.stdout is not None
+        assert embedding.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(
+            "1008" in cmdline(pid) for pid in marked_processes(mark)
+        ):
+            time.sleep(0.05)
+        assert any("1008" in cmdline(pid) for pid in marked_processes(mark)), "no daemon"
+        embedding.kill()
+        embedding.wait(timeout=10)
+        killed = time.monotonic()
+        left = wait_gone(mark, seconds=2.0)
+        took = (time.monotonic() - killed) * 1000
+        assert left == [], [cmdline(pid) for pid in left]
+        print(f"SIGKILL of the embedding interpreter: nothing left after {took:.0f} ms")
+    finally:
+        embedding.kill()
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            return file.read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

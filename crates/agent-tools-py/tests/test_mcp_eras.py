@@ -154,6 +154,23 @@ def test_tools_list_per_surface_with_titles(era, workspace, mark):
 
 
 @pytest.mark.parametrize("era", ERAS)
+def test_read_and_ast_grep_answer_in_text_and_in_structured_content(era, workspace, mark):
+    """The SDK validates each structured result against the tool's output schema."""
+
+    async def go():
+        async with connect(era, workspace, mark) as client:
+            read = await client.call_tool("read", {"path": "src/app.py"})
+            assert not read.is_error and "return open(path).read()" in text(read), text(read)
+            assert "return open(path).read()" in read.structured_content["content"]
+            found = await client.call_tool("ast_grep", {"pattern": "open($P)", "language": "python"})
+            assert "src/app.py:2:" in text(found), text(found)
+            assert found.structured_content["matches"], found.structured_content
+
+    run(go())
+    assert wait_gone(mark) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
 def test_ask_user_answered_and_skipped(era, workspace, mark):
     answer, seen = person({"selected": "Postgres", "answer": "version 16"}, {"skip": True})
 
