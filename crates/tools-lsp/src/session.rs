@@ -131,8 +131,6 @@ pub(crate) struct Session {
     /// For servers that do not watch files: the disk as last reported to them.
     disk: Option<tokio::sync::Mutex<DiskSnapshot>>,
     group: ProcessGroup,
-    /// The server's pid on the machine (not its group's keeper).
-    pid: u32,
     initialized_at: Instant,
     idle_seen: AtomicBool,
     stopping: AtomicBool,
@@ -177,8 +175,6 @@ impl Session {
             })
             .and_then(|command| command.spawn())
             .map_err(|error| spawn_error(error.to_string()))?;
-        // std returns once the program has exec'ed, so its pid is known here.
-        let pid = child.program_pid();
         let parts = child.into_parts();
         let (Some(stdin), Some(stdout)) = (parts.stdin, parts.stdout) else {
             return Err(spawn_error("its pipes were not set up".to_owned()));
@@ -244,7 +240,6 @@ impl Session {
             documents: tokio::sync::Mutex::new(HashMap::new()),
             disk: (!spec.watches_files).then(Default::default),
             group: parts.group,
-            pid,
             initialized_at: Instant::now(),
             idle_seen: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
@@ -291,9 +286,9 @@ impl Session {
         Ok(Arc::new(session))
     }
 
-    /// The server's process id.
+    /// The server's process id on the machine (not its group's keeper).
     pub(crate) fn pid(&self) -> u32 {
-        self.pid
+        self.group.program_pid()
     }
 
     /// The CPU time the server's processes have used so far.

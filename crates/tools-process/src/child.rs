@@ -250,6 +250,11 @@ impl ProcessGroup {
         self.pgid
     }
 
+    /// The leader's program's pid on the machine: see [`Child::program_pid`].
+    pub fn program_pid(&self) -> u32 {
+        self.program
+    }
+
     /// How long [`ProcessGroup::terminate`] waits between SIGTERM and SIGKILL.
     pub fn grace(&self) -> Duration {
         self.grace

@@ -344,12 +344,7 @@ impl ServerHandler for McpServer {
                 };
                 let long = dispatcher.may_run_long(&call);
                 let asker = if !elicitation {
-                    Asker::Nobody(
-                        "this client declared no elicitation capability, so no card can be \
-                         shown; the operator can connect a client that answers elicitation \
-                         requests, or start the server with `--approval allow`"
-                            .to_owned(),
-                    )
+                    no_card_asker()
                 } else if is_modern(&context) || (tasks && long) {
                     Asker::Driver
                 } else {
@@ -455,7 +450,7 @@ impl ServerHandler for McpServer {
                 tasks.cancel_task(&id)?;
                 // The call stops cooperatively (a cell is interrupted): a moment, then the
                 // status the client reads is the one it ended with.
-                let settled = self.settled(&id, &context, CANCEL_SETTLE).await?;
+                let settled = self.settled(&id, &context, Some(CANCEL_SETTLE)).await?;
                 dialect::legacy_task(&settled.task)
             }
             _ => {
@@ -475,6 +470,16 @@ const CANCEL_SETTLE: Duration = Duration::from_secs(5);
 
 /// How often a waiting `tasks/result` looks at its task.
 const RESULT_POLL: Duration = Duration::from_millis(50);
+
+/// The asker of a call from a client that declared no elicitation: its cards fail at once.
+fn no_card_asker() -> Asker {
+    Asker::Nobody(
+        "this client declared no elicitation capability, so no card can be shown; the \
+         operator can connect a client that answers elicitation requests, or start the server \
+         with `--approval allow`"
+            .to_owned(),
+    )
+}
 
 fn is_terminal(status: TaskStatus) -> bool {
     matches!(
@@ -500,12 +505,7 @@ impl McpServer {
         let long = dispatcher.may_run_long(&call);
         let asker = match elicitation {
             true => Asker::Run,
-            false => Asker::Nobody(
-                "this client declared no elicitation capability, so no card can be shown; \
-                 the operator can connect a client that answers elicitation requests, or start \
-                 the server with `--approval allow`"
-                    .to_owned(),
-            ),
+            false => no_card_asker(),
         };
         let flight = Flight::start(Arc::clone(dispatcher), call, asker, long);
         let task = self.flights.spawn_task(flight, None);
@@ -517,17 +517,19 @@ impl McpServer {
         Ok(result.into())
     }
 
-    /// Waits until task `id` ended, or `bound`, or the request is cancelled; its state then.
+    /// Waits until task `id` ended, or `bound` (none: no bound), or the request is
+    /// cancelled; its state then.
     async fn settled(
         &self,
         id: &str,
         context: &RequestContext<RoleServer>,
-        bound: Duration,
+        bound: Option<Duration>,
     ) -> Result<rmcp::model::DetailedTask, McpError> {
-        let deadline = tokio::time::Instant::now() + bound;
+        let deadline = bound.map(|bound| tokio::time::Instant::now() + bound);
         loop {
             let task = self.flights.tasks().get_task(id)?;
-            if is_terminal(task.status()) || tokio::time::Instant::now() >= deadline {
+            let late = deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline);
+            if is_terminal(task.status()) || late {
                 return Ok(task);
             }
             tokio::select! {
@@ -544,7 +546,7 @@ impl McpServer {
         id: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<serde_json::Value, McpError> {
-        let task = self.settled(id, context, Duration::MAX / 4).await?;
+        let task = self.settled(id, context, None).await?;
         let message = task.task.status_message.clone().unwrap_or_default();
         match task.payload {
             TaskPayload::Completed { result } => {
