@@ -39,6 +39,9 @@ const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@5.3.0";
 /// The MCP TypeScript SDK the client test drives `serve` with (issue 21).
 const MCP_TYPESCRIPT_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 const TYPESCRIPT: &str = "typescript@5.9.3";
+/// The MCP Inspector whose CLI the client test drives (strict schema check, calls), in a
+/// folder of its own: it brings the SDK's next major version.
+const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 /// The Python debug adapter the debugger tests drive.
 const DEBUGPY: &str = "debugpy==1.8.22";
 
@@ -183,7 +186,78 @@ fn python_bindings(root: &Path) -> anyhow::Result<()> {
         .args(["-q", "crates/agent-tools-py/tests"])
         .current_dir(root)
         .env("CI", "true");
-    run_command("pytest crates/agent-tools-py/tests", pytest)
+    run_command("pytest crates/agent-tools-py/tests", pytest)?;
+    sdist_installs(root)
+}
+
+/// The sdist builds with `pip install` where Rust is present (issue 21), and what it installs
+/// works: a run in Python reads a file, and the console script answers. The dev profile and
+/// the workspace's target folder keep it to compiling the workspace's own crates once more.
+pub(crate) fn sdist_installs(root: &Path) -> anyhow::Result<()> {
+    let out = root.join("target/sdist-ci");
+    if out.exists() {
+        std::fs::remove_dir_all(&out).with_context(|| format!("cannot empty {}", out.display()))?;
+    }
+    let venv = root.join(".venv/bin");
+    step(
+        &venv.join("maturin").display().to_string(),
+        &[
+            "sdist",
+            "--manifest-path",
+            "crates/agent-tools-py/Cargo.toml",
+            "--out",
+            &out.display().to_string(),
+        ],
+        root,
+    )?;
+    let sdist = std::fs::read_dir(&out)
+        .with_context(|| format!("cannot list {}", out.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .find(|path| path.display().to_string().ends_with(".tar.gz"))
+        .with_context(|| format!("maturin left no sdist in {}", out.display()))?;
+    let installed = out.join("installed");
+    let mut pip = Command::new(venv.join("pip"));
+    pip.args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-build-isolation",
+        "--no-cache-dir",
+        "--no-deps",
+        "--target",
+    ])
+    .arg(&installed)
+    .arg(&sdist)
+    .current_dir(root)
+    // The build backend runs `maturin` from PATH.
+    .env("PATH", prepend_path(&venv))
+    .env("MATURIN_PEP517_ARGS", "--profile dev")
+    .env("CARGO_TARGET_DIR", root.join("target"));
+    run_command("pip install the sdist", pip)?;
+    let workspace = out.join("workspace");
+    std::fs::create_dir_all(&workspace)?;
+    std::fs::write(workspace.join("hello.txt"), "hello from the sdist\n")?;
+    let mut python = Command::new(venv.join("python"));
+    python
+        .args([
+            "-c",
+            "import sys, agent_tools\n\
+             with agent_tools.Run(sys.argv[1]) as run:\n\
+             \x20   read = run.call('read', {'path': 'hello.txt'})\n\
+             assert 'hello from the sdist' in read.text, read.text\n\
+             assert agent_tools.__file__.startswith(sys.argv[2]), agent_tools.__file__\n\
+             print('the sdist installs and runs:', read.text.strip())",
+        ])
+        .arg(&workspace)
+        .arg(&installed)
+        .env("PYTHONPATH", &installed)
+        .current_dir(root);
+    run_command("python: a run from the installed sdist", python)?;
+    step(
+        &installed.join("bin/agent-tools").display().to_string(),
+        &["--version"],
+        root,
+    )
 }
 
 /// Installs the language servers the tests use, each only when it is missing, so a second
@@ -287,7 +361,39 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
             root,
         )?;
     }
+    let inspector =
+        root.join(".tools/inspector/node_modules/@modelcontextprotocol/inspector/package.json");
+    let inspector_pinned = std::fs::read_to_string(&inspector).is_ok_and(|package| {
+        package.contains(&format!(
+            "\"version\": \"{}\"",
+            MCP_INSPECTOR.rsplit('@').next().unwrap_or_default()
+        ))
+    });
+    if !inspector_pinned {
+        step(
+            "npm",
+            &[
+                "install",
+                "--silent",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                ".tools/inspector",
+                MCP_INSPECTOR,
+            ],
+            root,
+        )?;
+    }
     Ok(())
+}
+
+/// PATH with `dir` first.
+fn prepend_path(dir: &Path) -> std::ffi::OsString {
+    let mut paths = vec![dir.to_path_buf()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(paths).unwrap_or_default()
 }
 
 pub(crate) fn step(program: &str, args: &[&str], root: &Path) -> anyhow::Result<()> {

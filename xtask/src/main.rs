@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         ["ci"] => ci::run(),
         ["setup"] => ci::setup(),
         ["dist"] => dist::run(),
+        ["sdist-check"] => ci::sdist_installs(&project_root()),
         ["bench", what] => bench::run(what),
         ["truth", rest @ ..] => truth::run(rest),
         _ => {
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
                  cargo xtask setup               install what the tests need, and nothing else\n  \
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
                  cargo xtask dist                the release wheel and sdist of the Python package, measured\n  \
+                 cargo xtask sdist-check         pip install the sdist (dev profile) and use it, as ci does\n  \
                  cargo xtask truth               diagnostics on write against the checkers, on real projects\n  \
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
                  cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace\n  \

@@ -79,3 +79,56 @@ def wait_gone(value: str, seconds: float = 5.0) -> list[int]:
     while (left := marked_processes(value)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
+
+
+# What every client of the matrix (issue 21) calls, in order: the read-only tools, a worker
+# (with `--vibe`), a write under an approval card, and one long call (a cell that sleeps past
+# the server's task grace, so a client that declared tasks gets it as a task).
+CLIENT_CALLS = [
+    ("read", {"path": "app.py"}),
+    ("eval", {"code": "print(6 * 7)", "description": "print the product of six and seven"}),
+    ("ast_grep", {"pattern": "return $X", "language": "python"}),
+    ("vibe_spawn", {"brief": "say hello", "label": "greeter"}),
+    ("vibe_wait", {"worker_id": "w1", "timeout_seconds": 30}),
+    ("write", {"path": "new.txt", "content": "hi\n"}),
+    (
+        "eval",
+        {
+            "code": "import time\ntime.sleep(2.5)\nprint('slept')",
+            "description": "sleep two and a half seconds, then print",
+        },
+    ),
+]
+
+
+def client_project(tmp_path: Path) -> Path:
+    """A small project whose `agent-tools.toml` names a worker command: a script that reads
+    its brief from stdin (as a real worker does) and answers with a line."""
+    root = (tmp_path / "project").resolve()
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        f"#!{sys.executable}\nimport sys\nbrief = sys.stdin.read().strip()\n"
+        "print(f'worker read: {brief}')\n"
+    )
+    worker.chmod(0o755)
+    write_files(
+        root,
+        {
+            "app.py": "def area(side: float) -> float:\n    return side * side\n",
+            "agent-tools.toml": f'[vibe]\nfast = ["{worker}"]\n',
+        },
+    )
+    return root
+
+
+def check_client_answers(shown: list[str], root: Path) -> None:
+    """What the model was shown for each of CLIENT_CALLS holds that call's answer."""
+    assert len(shown) == len(CLIENT_CALLS), shown
+    read, cell, search, spawn, wait, write, long = shown
+    assert "return side * side" in read, read
+    assert "42" in cell, cell
+    assert "app.py" in search and "side * side" in search, search
+    assert "w1" in spawn, spawn
+    assert "worker read:" in wait and "say hello" in wait, wait
+    assert "new.txt" in write and (root / "new.txt").read_text() == "hi\n", write
+    assert "slept" in long, long

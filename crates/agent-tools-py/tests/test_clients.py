@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import REPO, require, write_files
+from conftest import CLIENT_CALLS, REPO, check_client_answers, client_project, require, write_files
 
 COMMAND = Path(sys.executable).parent / "agent-tools"
 
@@ -87,15 +87,45 @@ def test_pydantic_ai_shows_the_model_the_whole_answer(tmp_path):
     assert "pkg/shapes.py" in shown["lsp"] and "def add" in shown["lsp"], shown["lsp"]
 
 
-def test_fastmcp_client_lists_calls_and_answers_an_approval_card(tmp_path):
+def test_pydantic_ai_runs_the_client_matrix_with_an_approval_card(tmp_path):
+    """pydantic-ai's toolset over FastMCP's client with an elicitation handler: a worker, a
+    write under `--approval ask` answered on its card, and a cell that runs past the task
+    grace; the model is shown each answer."""
+    from fastmcp.client import Client
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+
+    root = client_project(tmp_path)
+    cards: list[str] = []
+
+    async def approve(message, response_type, params, context):
+        cards.append(message)
+        return {"decision": "allow"}
+
+    seen: list = []
+    transport = StdioTransport(
+        command=str(COMMAND), args=["serve", "--root", str(root), "--approval", "ask", "--vibe"]
+    )
+    toolset = MCPToolset(Client(transport, elicitation_handler=approve))
+
+    async def go():
+        async with toolset:
+            await Agent(scripted(CLIENT_CALLS, seen), toolsets=[toolset]).run("go")
+
+    asyncio.run(asyncio.wait_for(go(), 120))
+    check_client_answers([str(part.content) for part in seen], root)
+    assert any("`write`" in card for card in cards), cards
+
+
+def test_fastmcp_client_runs_the_client_matrix(tmp_path):
     """FastMCP's own client (4.2.3): it builds types from each output schema and validates
     structured results against them; a write under `--approval ask` goes out as a card that
     its elicitation handler answers."""
     from fastmcp.client import Client
     from fastmcp.client.transports import StdioTransport
 
-    root = (tmp_path / "project").resolve()
-    write_files(root, {"app.py": "def area(side: float) -> float:\n    return side * side\n"})
+    root = client_project(tmp_path)
     cards: list[str] = []
 
     async def approve(message, response_type, params, context):
@@ -103,36 +133,29 @@ def test_fastmcp_client_lists_calls_and_answers_an_approval_card(tmp_path):
         return {"decision": "allow"}
 
     transport = StdioTransport(
-        command=str(COMMAND), args=["serve", "--root", str(root), "--approval", "ask"]
+        command=str(COMMAND), args=["serve", "--root", str(root), "--approval", "ask", "--vibe"]
     )
+    shown: list[str] = []
 
     async def go():
         async with Client(transport, elicitation_handler=approve) as client:
             names = {tool.name for tool in await client.list_tools()}
-            assert {"read", "eval", "ast_grep", "write", "ask_user"} <= names, names
-            read = await client.call_tool("read", {"path": "app.py"})
-            assert "return side * side" in read.content[0].text
-            assert "return side * side" in read.structured_content["content"], read.structured_content
-            search = await client.call_tool(
-                "ast_grep", {"pattern": "return $X", "language": "python"}
-            )
-            assert "app.py:2:" in search.content[0].text, search.content[0].text
-            cell = await client.call_tool(
-                "eval", {"code": "print(6 * 7)", "description": "print the product of six and seven"}
-            )
-            assert "42" in cell.content[0].text, cell.content[0].text
-            write = await client.call_tool("write", {"path": "new.txt", "content": "hi\n"})
-            assert not write.is_error, write.content[0].text
-            assert any("`write`" in card for card in cards), cards
-            assert (root / "new.txt").read_text() == "hi\n"
+            assert {"read", "eval", "ast_grep", "write", "ask_user", "vibe_spawn"} <= names, names
+            for name, arguments in CLIENT_CALLS:
+                result = await client.call_tool(name, arguments)
+                assert not result.is_error, (name, result.content)
+                # The structured result holds the answer too (what some frameworks show).
+                shown.append(result.content[0].text + json.dumps(result.structured_content))
 
     asyncio.run(asyncio.wait_for(go(), 120))
+    check_client_answers(shown, root)
+    assert any("`write`" in card for card in cards), cards
 
 
-def test_openai_agents_sdk_runs_the_tools_through_mcp_server_stdio(tmp_path):
-    """The OpenAI Agents SDK (0.24) with `MCPServerStdio(use_structured_content=True)`: a
-    scripted model (no network) calls `read`, `eval` and `ast_grep`, and each tool output the
-    model is shown carries the answer."""
+def agents_sdk_run(root: Path, serve: list[str], calls) -> tuple[list[str], list[str]]:
+    """Runs the OpenAI Agents SDK (0.24) over `MCPServerStdio(use_structured_content=True)`
+    with a scripted model (no network) that makes `calls`; returns the tools it was given and
+    each tool output it was shown."""
     from agents import Agent, ModelSettings, Runner
     from agents.items import ModelResponse
     from agents.mcp import MCPServerStdio
@@ -141,13 +164,6 @@ def test_openai_agents_sdk_runs_the_tools_through_mcp_server_stdio(tmp_path):
     from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
     from openai.types.responses import ResponseOutputText
 
-    root = (tmp_path / "project").resolve()
-    write_files(root, {"app.py": "def area(side: float) -> float:\n    return side * side\n"})
-    calls = [
-        ("read", {"path": "app.py"}),
-        ("eval", {"code": "print(6 * 7)", "description": "print the product of six and seven"}),
-        ("ast_grep", {"pattern": "return $X", "language": "python"}),
-    ]
     outputs: list[str] = []
     listed: list[str] = []
 
@@ -178,8 +194,7 @@ def test_openai_agents_sdk_runs_the_tools_through_mcp_server_stdio(tmp_path):
 
     async def go():
         async with MCPServerStdio(
-            params={"command": str(COMMAND),
-                    "args": ["serve", "--root", str(root), "--approval", "allow"]},
+            params={"command": str(COMMAND), "args": ["serve", "--root", str(root), *serve]},
             use_structured_content=True,
             client_session_timeout_seconds=60,
         ) as server:
@@ -189,8 +204,24 @@ def test_openai_agents_sdk_runs_the_tools_through_mcp_server_stdio(tmp_path):
             assert result.final_output == "done"
 
     asyncio.run(asyncio.wait_for(go(), 120))
-    assert {"read", "eval", "ast_grep"} <= set(listed), listed
-    assert len(outputs) == len(calls), outputs
-    assert "return side * side" in outputs[0], outputs[0]
-    assert "42" in outputs[1], outputs[1]
-    assert "app.py" in outputs[2] and "side * side" in outputs[2], outputs[2]
+    return listed, outputs
+
+
+def test_openai_agents_sdk_runs_the_client_matrix_through_mcp_server_stdio(tmp_path):
+    """The Agents SDK's `MCPServerStdio`: each of the matrix's answers reaches the model."""
+    root = client_project(tmp_path)
+    listed, outputs = agents_sdk_run(root, ["--approval", "allow", "--vibe"], CLIENT_CALLS)
+    assert {"read", "eval", "ast_grep", "vibe_spawn", "write"} <= set(listed), listed
+    check_client_answers(outputs, root)
+
+
+def test_openai_agents_sdk_without_elicitation_is_told_a_write_has_no_approver(tmp_path):
+    """The Agents SDK takes no elicitation, so under `--approval ask` a write has nobody to
+    show its card to: the model is told so (and not to retry), and nothing is written."""
+    root = client_project(tmp_path)
+    _, outputs = agents_sdk_run(
+        root, ["--approval", "ask"], [("write", {"path": "new.txt", "content": "hi\n"})]
+    )
+    assert len(outputs) == 1 and "no approver is connected" in outputs[0], outputs
+    assert "do not retry" in outputs[0], outputs
+    assert not (root / "new.txt").exists()

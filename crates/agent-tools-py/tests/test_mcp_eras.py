@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 import pytest
 
-from conftest import wait_gone
+from conftest import CLIENT_CALLS, check_client_answers, client_project, wait_gone
 
 COMMAND = Path(sys.executable).parent / "agent-tools"
 ERAS = ["legacy", "auto"]
@@ -167,6 +168,28 @@ def test_read_and_ast_grep_answer_in_text_and_in_structured_content(era, workspa
             assert found.structured_content["matches"], found.structured_content
 
     run(go())
+    assert wait_gone(mark) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_the_client_matrix_answers_in_both_eras(era, tmp_path, mark):
+    """The matrix's calls (issue 21), each result validated by the SDK against its tool's
+    output schema: a cell, a worker spawned and waited for, a write whose card the person
+    answers, and a cell past the task grace, answered as a result to a client without tasks."""
+    root = client_project(tmp_path)
+    answer, cards = person({"decision": "allow"})
+
+    async def go():
+        shown = []
+        async with connect(era, root, mark, "--approval", "ask", "--vibe", elicit=answer) as client:
+            for name, arguments in CLIENT_CALLS:
+                result = await client.call_tool(name, arguments)
+                assert not result.is_error, (name, text(result))
+                shown.append(text(result) + json.dumps(result.structured_content))
+        return shown
+
+    check_client_answers(run(go()), root)
+    assert any("`write`" in card for card in cards), cards
     assert wait_gone(mark) == []
 
 

@@ -10,9 +10,14 @@
 //!
 //! - in: a `tools/call` with `params.task` keeps it as `params._meta[`[`TASK_META`]`]`, which
 //!   rmcp passes on, and the handler makes the call a task at once; on a session that opened
-//!   with `initialize` without the extension, `tasks/get|result|list|cancel` are renamed to
-//!   [`PRIVATE_PREFIX`]`tasks/…`, so that they reach the handler and not rmcp's gate;
-//! - out: the `initialize` answer of a 2025-11-25 session declares `capabilities.tasks`;
+//!   with `initialize`, `tasks/get|result|list|cancel` are renamed to
+//!   [`PRIVATE_PREFIX`]`tasks/…`, so that they reach the handler and not rmcp's gate. The
+//!   extension is declared per request, on the 2026-07-28 protocol it is defined on: a
+//!   2025-11-25 client that names it at `initialize` (the MCP Inspector does) reads plain
+//!   calls' answers as results and asks for tasks with `params.task`, so a session's tasks
+//!   are always the 2025-11-25 ones;
+//! - out: the `initialize` answer of a 2025-11-25 session declares `capabilities.tasks` (and
+//!   not the extension);
 //!   `tools/list` moves each tool's `_meta[`[`EXECUTION_META`]`]` to `execution`; the answer
 //!   to a call with `params.task` becomes `{task: …}`; and every extension task (`tasks/get`,
 //!   `tasks/cancel`, a call that became a task) carries `ttl` and `pollInterval` beside
@@ -28,7 +33,7 @@ pub(crate) const TASK_META: &str = "agent-tools/task";
 /// Where the handler puts a tool's 2025-11-25 `execution` for the transport to move.
 pub(crate) const EXECUTION_META: &str = "agent-tools/execution";
 
-/// The prefix the 2025-11-25 `tasks/*` methods get on a session without the extension.
+/// The prefix the 2025-11-25 `tasks/*` methods get on an `initialize` session.
 pub(crate) const PRIVATE_PREFIX: &str = "agent-tools/2025-11-25/";
 
 /// The extension's id, as clients declare it.
@@ -48,13 +53,12 @@ enum Pending {
     MaybeTask,
 }
 
-/// One connection's view of the dialect: what its `initialize` declared, and the requests
-/// whose answers are rewritten.
+/// One connection's view of the dialect: whether it opened with `initialize`, and the
+/// requests whose answers are rewritten.
 #[derive(Debug, Default)]
 pub(crate) struct Dialect {
-    /// Whether the session opened with `initialize`, and then whether it declared the
-    /// extension.
-    session: Option<bool>,
+    /// Whether the connection opened a 2025-11-25 session with `initialize`.
+    session: bool,
     pending: HashMap<String, Pending>,
 }
 
@@ -86,11 +90,7 @@ impl Dialect {
         };
         match method.as_str() {
             "initialize" => {
-                let declared = message
-                    .pointer("/params/capabilities/extensions")
-                    .and_then(Value::as_object)
-                    .is_some_and(|extensions| extensions.contains_key(EXTENSION));
-                self.session = Some(declared);
+                self.session = true;
                 record(self, Pending::Initialize);
             }
             "tools/list" => record(self, Pending::ToolsList),
@@ -107,12 +107,11 @@ impl Dialect {
                         }
                         record(self, Pending::TaskCall);
                     }
-                    _ if self.session == Some(true) => record(self, Pending::MaybeTask),
                     _ => {}
                 }
             }
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
-                if self.session == Some(false) {
+                if self.session {
                     message["method"] = Value::String(format!("{PRIVATE_PREFIX}{method}"));
                 } else {
                     record(self, Pending::MaybeTask);
@@ -144,6 +143,17 @@ impl Dialect {
                     .and_then(Value::as_str)
                     .is_some_and(|version| version < MODERN);
                 if legacy && let Some(capabilities) = result.get_mut("capabilities") {
+                    if let Some(extensions) = capabilities
+                        .get_mut("extensions")
+                        .and_then(Value::as_object_mut)
+                    {
+                        extensions.remove(EXTENSION);
+                        if extensions.is_empty() {
+                            capabilities
+                                .as_object_mut()
+                                .map(|caps| caps.remove("extensions"));
+                        }
+                    }
                     capabilities["tasks"] = json!({
                         "list": {},
                         "cancel": {},
@@ -275,32 +285,46 @@ mod tests {
     }
 
     #[test]
-    fn tasks_methods_go_private_only_on_a_session_without_the_extension() {
-        let mut without = Dialect::default();
-        initialize(&mut without, json!({}));
-        let mut get = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/get",
-            "params": {"taskId": "t"}});
-        without.inbound(&mut get);
-        assert_eq!(get["method"], "agent-tools/2025-11-25/tasks/get");
+    fn a_sessions_tasks_are_the_2025_ones_even_when_it_names_the_extension() {
+        for extensions in [json!({}), json!({EXTENSION: {}})] {
+            let mut session = Dialect::default();
+            initialize(&mut session, extensions.clone());
+            let mut get = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/get",
+                "params": {"taskId": "t"}});
+            session.inbound(&mut get);
+            assert_eq!(
+                get["method"], "agent-tools/2025-11-25/tasks/get",
+                "{extensions}"
+            );
+        }
 
-        let mut with = Dialect::default();
-        initialize(&mut with, json!({EXTENSION: {}}));
-        let mut get = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/get",
-            "params": {"taskId": "t"}});
-        with.inbound(&mut get);
-        assert_eq!(get["method"], "tasks/get");
-        let mut answer = json!({"jsonrpc": "2.0", "id": 5, "result": {"taskId": "t",
-            "status": "working", "ttlMs": 9, "pollIntervalMs": 500}});
-        with.outbound(&mut answer);
-        assert_eq!(answer["result"]["ttl"], 9);
-        assert_eq!(answer["result"]["pollInterval"], 500);
-
-        // A 2026-07-28 client opens no session: its requests pass untouched.
+        // A 2026-07-28 client opens no session: its requests pass on, and the extension's
+        // tasks gain the 2025 field names beside their own.
         let mut modern = Dialect::default();
         let mut get = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/get",
             "params": {"taskId": "t"}});
         modern.inbound(&mut get);
         assert_eq!(get["method"], "tasks/get");
+        let mut answer = json!({"jsonrpc": "2.0", "id": 5, "result": {"taskId": "t",
+            "status": "working", "ttlMs": 9, "pollIntervalMs": 500}});
+        modern.outbound(&mut answer);
+        assert_eq!(answer["result"]["ttl"], 9);
+        assert_eq!(answer["result"]["pollInterval"], 500);
+    }
+
+    #[test]
+    fn a_2025_initialize_answer_declares_core_tasks_and_not_the_extension() {
+        let mut dialect = Dialect::default();
+        let mut message = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}}});
+        dialect.inbound(&mut message);
+        let mut answer = json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "extensions": {EXTENSION: {}}}}});
+        dialect.outbound(&mut answer);
+        let capabilities = &answer["result"]["capabilities"];
+        assert_eq!(capabilities.get("extensions"), None, "{capabilities}");
+        assert_eq!(capabilities["tasks"]["list"], json!({}));
     }
 
     #[test]

@@ -204,10 +204,10 @@ impl McpServer {
             true => String::new(),
             false => format!(
                 "\nLong calls ({}) report progress to a call that sent a progress token, at \
-                 least every {} s, and become tasks (io.modelcontextprotocol/tasks) when the \
-                 client declares that extension: after {} s, or at once when they raise a card; \
-                 a 2025-11-25 client may send them with params.task (tools with \
-                 execution.taskSupport).",
+                 least every {} s, and become tasks (io.modelcontextprotocol/tasks) when a \
+                 2026-07-28 request declares that extension: after {} s, or at once when they \
+                 raise a card; a 2025-11-25 client gets them as tasks when it sends params.task \
+                 (tools with execution.taskSupport), else as results when they end.",
                 long.join(", "),
                 flight::HEARTBEAT.as_secs(),
                 flight::TASK_GRACE.as_secs()
@@ -289,9 +289,14 @@ impl ServerHandler for McpServer {
         let dispatcher = self.dispatcher(&context).await?;
         let capabilities = context.client_capabilities();
         let elicitation = declares_form_elicitation(capabilities.as_ref());
-        let tasks = capabilities
-            .as_ref()
-            .is_some_and(ClientCapabilities::supports_tasks);
+        // The extension is declared per request on the 2026-07-28 protocol it is defined on;
+        // a 2025-11-25 client that names it at `initialize` (the MCP Inspector does) reads a
+        // plain call's answer as a result, never as a task handle, and asks for a task with
+        // `params.task` when it wants one.
+        let tasks = is_modern(&context)
+            && capabilities
+                .as_ref()
+                .is_some_and(ClientCapabilities::supports_tasks);
         let legacy_task = context.meta.get(dialect::TASK_META).is_some()
             || request
                 .meta

@@ -1,6 +1,7 @@
 // `agent-tools serve` to the MCP TypeScript SDK (issue 21): tools/list without schema
 // warnings, plain calls, a write under an approval card answered through elicitation, and the
-// SDK's 2025-11-25 tasks: callToolStream, getTask, listTasks, cancelTask.
+// SDK's 2025-11-25 tasks: callToolStream, getTask, listTasks, cancelTask; and a plain long
+// call from a client that names the tasks extension at initialize.
 //
 // Usage: node typescript_sdk.mjs AGENT_TOOLS_BINARY WORKSPACE
 // Prints one JSON line per check: {"check": NAME, "ok": true|false, "detail": ...}, and
@@ -103,6 +104,25 @@ try {
     (error) => String(error),
   );
   check('cancelling an ended task is refused', again.includes('already ended'), again);
+
+  // A client that names the tasks extension at initialize (as the MCP Inspector does) and
+  // makes a plain callTool of a long cell: on 2025-11-25 it gets the result, not a task.
+  const named = new Client(
+    { name: 'typescript-sdk-extension', version: '1.0.0' },
+    { capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+  );
+  await named.connect(new StdioClientTransport({
+    command: binary,
+    args: ['serve', '--root', root, '--approval', 'allow'],
+    env: { ...process.env },
+    stderr: 'ignore',
+  }));
+  try {
+    const long = await named.callTool({ name: 'eval', arguments: { language: 'python', code: 'import time\ntime.sleep(2.5)\n"slept"', description: 'sleep past the task grace and say so' } });
+    check('a long plain callTool with the extension named answers with its result', !long.isError && text(long).includes('slept') && long.structuredContent, text(long));
+  } finally {
+    await named.close();
+  }
 } catch (error) {
   check('no exception', false, String(error?.stack ?? error));
 } finally {

@@ -77,3 +77,190 @@ async fn the_typescript_sdk_lists_calls_answers_a_card_and_runs_tasks() {
     let left = until_processes(&mark, <[String]>::is_empty).await;
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// The MCP Inspector's CLI, pinned; `cargo xtask setup` installs it under `.tools/inspector`.
+const INSPECTOR: &str = "2.12.0";
+
+/// One `mcp-inspector --cli` run against `serve` in `root`: its exit status, stdout (the
+/// method's result as JSON) and the stderr lines that are not the server's own log.
+async fn inspector(
+    bin: &Path,
+    root: &Path,
+    mark: &str,
+    serve: &[&str],
+    method: &[&str],
+) -> (bool, serde_json::Value, Vec<String>) {
+    let mut command = tokio::process::Command::new(bin);
+    command
+        .arg("--cli")
+        .arg(env!("CARGO_BIN_EXE_agent-tools"))
+        .args(["serve", "--root"])
+        .arg(root)
+        .args(serve)
+        .args(method)
+        .env(MARK, mark)
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
+        .await
+        .expect("the Inspector ran over 60 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let value = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::String(stdout.into()));
+    let stderr = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter(|line| !line.contains("agent_tools"))
+        .map(str::to_owned)
+        .collect();
+    (output.status.success(), value, stderr)
+}
+
+#[tokio::test]
+async fn the_inspector_cli_lists_strictly_and_calls_the_matrix() {
+    let bin = repo_root().join(".tools/inspector/node_modules/.bin/mcp-inspector");
+    let installed = std::fs::read_to_string(
+        repo_root()
+            .join(".tools/inspector/node_modules/@modelcontextprotocol/inspector/package.json"),
+    )
+    .is_ok_and(|package| package.contains(&format!("\"version\": \"{INSPECTOR}\"")));
+    if !available(
+        "the MCP Inspector",
+        installed,
+        &format!(
+            "npm install --prefix .tools/inspector @modelcontextprotocol/inspector@{INSPECTOR}"
+        ),
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("workspace");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(
+        root.join("app.py"),
+        "def area(side):\n    return side * side\n",
+    )
+    .unwrap();
+    // A worker that reads its brief from stdin, as a real one does.
+    let worker = dir.path().join("worker.sh");
+    std::fs::write(&worker, "#!/bin/sh\necho \"worker read: $(cat)\"\n").unwrap();
+    std::fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        root.join("agent-tools.toml"),
+        format!("[vibe]\nfast = [{:?}]\n", worker.display().to_string()),
+    )
+    .unwrap();
+    let mark = unique_mark();
+    let call = |tool: &'static str| ["--method", "tools/call", "--tool-name", tool];
+
+    // Strict mode: exit 6 on any error-severity portability problem of a schema.
+    let (ok, listed, stderr) = inspector(
+        &bin,
+        &root,
+        &mark,
+        &["--vibe"],
+        &["--method", "tools/list", "--strict"],
+    )
+    .await;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(ok && stderr.is_empty(), "strict listing: {stderr:?}");
+    assert!(
+        names.contains(&"eval") && names.contains(&"vibe_spawn"),
+        "{names:?}"
+    );
+
+    let (ok, read, _) = inspector(
+        &bin,
+        &root,
+        &mark,
+        &[],
+        &[&call("read")[..], &["--tool-arg", "path=app.py"]].concat(),
+    )
+    .await;
+    assert!(ok, "{read}");
+    let content = read["structuredContent"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(content.contains("return side * side"), "{read}");
+
+    let (ok, search, _) = inspector(
+        &bin,
+        &root,
+        &mark,
+        &[],
+        &[
+            &call("ast_grep")[..],
+            &["--tool-arg", "pattern=return $X", "language=python"],
+        ]
+        .concat(),
+    )
+    .await;
+    assert!(ok, "{search}");
+    assert_eq!(search["structuredContent"]["total"], 1, "{search}");
+    assert!(
+        search.to_string().contains("app.py:2: return side * side"),
+        "{search}"
+    );
+
+    // A cell past the task grace: this 2025-11-25 client names the tasks extension but reads
+    // a plain call's answer as a result.
+    let (ok, cell, stderr) = inspector(
+        &bin,
+        &root,
+        &mark,
+        &["--approval", "allow"],
+        &[
+            &call("eval")[..],
+            &[
+                "--tool-arg",
+                "code=import time; time.sleep(2.5); print(6 * 7)",
+                "description=sleep past the grace, then print a product",
+            ],
+        ]
+        .concat(),
+    )
+    .await;
+    assert!(ok, "{cell} {stderr:?}");
+    assert!(cell.to_string().contains("42"), "{cell}");
+
+    let (ok, spawned, _) = inspector(
+        &bin,
+        &root,
+        &mark,
+        &["--vibe"],
+        &[
+            &call("vibe_spawn")[..],
+            &["--tool-arg", "brief=say hello", "label=greeter"],
+        ]
+        .concat(),
+    )
+    .await;
+    assert!(ok, "{spawned}");
+    assert_eq!(spawned["structuredContent"]["worker_id"], "w1", "{spawned}");
+
+    // The Inspector takes no elicitation: a write under `ask` has no approver and is refused
+    // at once, saying so, and nothing is written.
+    let (_, write, _) = inspector(
+        &bin,
+        &root,
+        &mark,
+        &["--approval", "ask"],
+        &[
+            &call("write")[..],
+            &["--tool-arg", "path=new.txt", "content=hi"],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(write["isError"], true, "{write}");
+    assert!(
+        write.to_string().contains("no approver is connected"),
+        "{write}"
+    );
+    assert!(!root.join("new.txt").exists());
+
+    // Every server ended with its Inspector, the worker with its run.
+    let left = until_processes(&mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
