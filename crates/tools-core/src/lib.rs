@@ -35,8 +35,8 @@ pub use crate::{
     tier::{Surface, Tier},
     tool::{AnyTool, Image, Lane, PreparedCall, RunCall, Tool, ToolOutput, ToolResult, Writes},
     workspace::{
-        Change, CommitError, ContentHash, Expect, FileChange, Previous, Snapshot, UpdateError,
-        Workspace, read_regular,
+        Change, CommitError, CommitWatcher, ContentHash, Expect, FileChange, Previous, Snapshot,
+        UpdateError, Workspace, read_regular, read_regular_with_metadata,
     },
     written::{FileReport, FileState, IntroducedDiagnostic, UncheckedDependents, WriteReport},
 };

@@ -18,7 +18,24 @@ use crate::{Error, Result, ToolError};
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
-    lock: Arc<Mutex<()>>,
+    shared: Arc<Shared>,
+}
+
+/// What every `Workspace` on one root in this process shares: the write lock, and who is
+/// told of each commit.
+#[derive(Default)]
+struct Shared {
+    lock: Mutex<()>,
+    watchers: Mutex<Vec<std::sync::Weak<CommitWatcher>>>,
+}
+
+/// Told the paths of each commit (tools-ast drops what it holds of them).
+pub type CommitWatcher = dyn Fn(&[PathBuf]) + Send + Sync;
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
 }
 
 /// One file's change in an all-or-nothing write.
@@ -257,9 +274,9 @@ impl CommitError {
     }
 }
 
-/// One write lock per workspace root in this process.
-fn lock_for(root: &Path) -> Arc<Mutex<()>> {
-    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+/// One write lock (and one list of commit watchers) per workspace root in this process.
+fn shared_for(root: &Path) -> Arc<Shared> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Shared>>>> = OnceLock::new();
     let mut locks = LOCKS
         .get_or_init(Default::default)
         .lock()
@@ -281,8 +298,8 @@ impl Workspace {
                 source: std::io::Error::other("not a directory"),
             });
         }
-        let lock = lock_for(&root);
-        Ok(Workspace { root, lock })
+        let shared = shared_for(&root);
+        Ok(Workspace { root, shared })
     }
 
     /// The canonical root.
@@ -448,12 +465,44 @@ impl Workspace {
     }
 
     fn write_lock(&self) -> MutexGuard<'_, ()> {
-        self.lock
+        self.shared
+            .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Has `watcher` told the paths of every later commit on this root, succeeded or rolled
+    /// back (either may have touched the files), until the `Arc` is dropped.
+    pub fn watch_commits(&self, watcher: &Arc<CommitWatcher>) {
+        let mut watchers = self
+            .shared
+            .watchers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        watchers.retain(|w| w.strong_count() > 0);
+        watchers.push(Arc::downgrade(watcher));
+    }
+
     fn commit_locked(&self, changes: &[Change]) -> Result<Previous, CommitError> {
+        let outcome = self.commit_unwatched(changes);
+        let watchers: Vec<Arc<CommitWatcher>> = self
+            .shared
+            .watchers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        if !watchers.is_empty() {
+            let paths: Vec<PathBuf> = changes.iter().map(|c| c.path.clone()).collect();
+            for watcher in watchers {
+                watcher(&paths);
+            }
+        }
+        outcome
+    }
+
+    fn commit_unwatched(&self, changes: &[Change]) -> Result<Previous, CommitError> {
         // Everything is checked before anything is written.
         let mut originals = Vec::with_capacity(changes.len());
         for change in changes {
@@ -596,6 +645,12 @@ async fn blocking<T: Send + 'static>(
 /// handle, then read. A folder, pipe, socket or device is an `InvalidInput` error saying what
 /// it is. Every tool reads files through this or [`Workspace::read`].
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    read_regular_with_metadata(path).map(|(bytes, _)| bytes)
+}
+
+/// [`read_regular`], with the file's metadata as the open handle had it before the read (a
+/// cache keyed by it notices a write that raced the read the next time it looks).
+pub fn read_regular_with_metadata(path: &Path) -> std::io::Result<(Vec<u8>, std::fs::Metadata)> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -612,7 +667,7 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     }
     let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
     file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok((bytes, metadata))
 }
 
 /// Linux's `O_NONBLOCK`.
@@ -970,6 +1025,31 @@ mod tests {
             std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
             "fn main() {}\n"
         );
+    }
+
+    #[test]
+    fn every_commit_tells_its_watchers_its_paths_until_they_are_dropped() {
+        let (_dir, ws) = workspace();
+        let told: Arc<Mutex<Vec<PathBuf>>> = Arc::default();
+        let sink = Arc::clone(&told);
+        let watcher: Arc<CommitWatcher> = Arc::new(move |paths: &[PathBuf]| {
+            sink.lock().unwrap().extend_from_slice(paths);
+        });
+        // Another handle on the same root shares the watchers.
+        Workspace::new(ws.root()).unwrap().watch_commits(&watcher);
+        let lib = ws.root().join("src/lib.rs");
+        ws.commit(&[write(lib.clone(), "changed")]).unwrap();
+        // A commit rolled back is told too: it may have touched the files.
+        let missing = ws.root().join("missing.txt");
+        let failed = [
+            write(lib.clone(), "again"),
+            Change::anyway(missing.clone(), FileChange::Delete),
+        ];
+        assert!(ws.commit(&failed).is_err());
+        assert_eq!(*told.lock().unwrap(), [lib.clone(), lib.clone(), missing]);
+        drop(watcher);
+        ws.commit(&[write(lib, "last")]).unwrap();
+        assert_eq!(told.lock().unwrap().len(), 3);
     }
 
     fn write(path: PathBuf, text: &str) -> Change {
