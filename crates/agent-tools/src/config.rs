@@ -25,6 +25,12 @@ pub struct Config {
     pub run: RunConfig,
     /// The sandbox processes of the run start in (EVAL-9).
     pub sandbox: SandboxConfig,
+    /// Structural search: the syntax index's budget (`cache_mb`).
+    #[cfg(feature = "ast")]
+    pub ast: tools_ast::AstConfig,
+    /// A build without the `ast` feature accepts the table and ignores it.
+    #[cfg(not(feature = "ast"))]
+    pub ast: Option<toml::Table>,
     /// Kernels: the idle window, the cap on one cell, the output cap (EVAL-8).
     #[cfg(feature = "eval")]
     pub eval: tools_eval::EvalConfig,
@@ -187,6 +193,20 @@ mod tests {
         assert_eq!(options.idle_timeout, Duration::from_secs(2));
         assert_eq!(options.max_cell, Duration::from_secs(3600));
         assert_eq!(options.max_output_bytes, 1000);
+    }
+
+    #[cfg(feature = "ast")]
+    #[test]
+    fn prod_6_the_ast_table_sets_the_index_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, _) = Config::load(dir.path(), None).unwrap();
+        assert_eq!(config.ast.cache_mb, tools_ast::DEFAULT_CACHE_MB);
+        std::fs::write(dir.path().join(CONFIG_FILE), "[ast]\ncache_mb = 0\n").unwrap();
+        let (config, _) = Config::load(dir.path(), None).unwrap();
+        assert_eq!(config.ast.cache_mb, 0);
+        std::fs::write(dir.path().join(CONFIG_FILE), "[ast]\ncache = 5\n").unwrap();
+        let error = Config::load(dir.path(), None).unwrap_err();
+        assert!(format!("{error:#}").contains("cache"), "{error:#}");
     }
 
     #[test]

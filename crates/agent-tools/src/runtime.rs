@@ -20,7 +20,7 @@ pub struct RunBuilder {
     conversation: Option<String>,
     sandbox: Option<Vec<String>>,
     #[cfg(feature = "ast")]
-    ast: Option<tools_ast::SearchOptions>,
+    ast: Option<(tools_ast::SearchOptions, Arc<tools_ast::SyntaxIndex>)>,
     #[cfg(feature = "lsp")]
     lsp: Option<tools_lsp::LspSupervisor>,
     #[cfg(feature = "vibe")]
@@ -75,10 +75,11 @@ impl RunBuilder {
         self
     }
 
-    /// Binds the tree-sitter grammars: `ast_grep`, `ast_edit` and `resolve` are registered.
+    /// Binds the tree-sitter grammars: `ast_grep`, `ast_edit` and `resolve` are registered,
+    /// sharing a syntax index of at most `cache_mb` MiB for the run.
     #[cfg(feature = "ast")]
-    pub fn with_ast(mut self, options: tools_ast::SearchOptions) -> Self {
-        self.ast = Some(options);
+    pub fn with_ast(mut self, options: tools_ast::SearchOptions, cache_mb: usize) -> Self {
+        self.ast = Some((options, tools_ast::SyntaxIndex::new(cache_mb)));
         self
     }
 
@@ -121,8 +122,8 @@ impl RunBuilder {
         #[cfg(feature = "ask")]
         tools_ask::register(&mut builder);
         #[cfg(feature = "ast")]
-        if let Some(options) = self.ast {
-            tools_ast::register(&mut builder, options);
+        if let Some((options, index)) = self.ast {
+            tools_ast::register(&mut builder, options, index);
         }
         #[cfg(feature = "lsp")]
         if let Some(supervisor) = &self.lsp {
@@ -175,20 +176,24 @@ pub fn catalog() -> anyhow::Result<Registry> {
     Ok(builder.registry())
 }
 
-/// Binds every family whose resource needs nothing from the caller (the grammars).
+/// Binds every family whose resource needs nothing from the caller.
 fn with_every_family(builder: RunBuilder) -> RunBuilder {
-    #[cfg(feature = "ast")]
-    let builder = builder.with_ast(tools_ast::SearchOptions::default());
     // No adapter starts: a supervisor does nothing until `launch`.
     #[cfg(feature = "debug")]
     let builder = builder.with_debug(tools_debug::DebugSupervisor::new(Default::default()));
     builder
 }
 
-/// [`with_every_family`] plus the families whose resource starts processes on demand (the
-/// kernels), which are bound to served runs and to the catalog alike.
+/// [`with_every_family`] plus the families whose resource is configured (the kernels, the
+/// grammars with their syntax index), which are bound to served runs and to the catalog
+/// alike; the catalog's index holds nothing.
 fn with_every_factory(builder: RunBuilder, settings: Option<&Settings>) -> RunBuilder {
     let _ = settings;
+    #[cfg(feature = "ast")]
+    let builder = builder.with_ast(
+        tools_ast::SearchOptions::default(),
+        settings.map_or(0, |s| s.ast.cache_mb),
+    );
     #[cfg(feature = "eval")]
     let builder = builder.with_eval(settings.map(|s| s.eval).unwrap_or_default());
     builder
@@ -242,6 +247,9 @@ pub struct Settings {
     /// The kernels' bounds.
     #[cfg(feature = "eval")]
     pub eval: tools_eval::EvalOptions,
+    /// The syntax index's budget.
+    #[cfg(feature = "ast")]
+    pub ast: tools_ast::AstConfig,
     /// The debugger's configuration.
     #[cfg(feature = "debug")]
     pub debug: tools_debug::DebugConfig,
@@ -272,6 +280,8 @@ impl Settings {
             vibe: config.vibe.clone(),
             #[cfg(feature = "eval")]
             eval: config.eval.options(),
+            #[cfg(feature = "ast")]
+            ast: config.ast.clone(),
             #[cfg(feature = "debug")]
             debug: config.debug.clone(),
         })
@@ -490,7 +500,7 @@ mod tests {
         let bare = RunBuilder::new(Workspace::new(dir.path()).unwrap()).registry();
         assert!(bare.spec("ast_grep").is_none());
         let bound = RunBuilder::new(Workspace::new(dir.path()).unwrap())
-            .with_ast(tools_ast::SearchOptions::default())
+            .with_ast(tools_ast::SearchOptions::default(), 0)
             .registry();
         assert_eq!(
             names(&bound),

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, ContentHash, Tier, Tool, ToolError, ToolOutput};
 
 use crate::compile::{Target, target};
+use crate::index::SyntaxIndex;
 use crate::language::id;
 use crate::search::{SearchOptions, template, template_vars, walk};
 use crate::staging::{EditStore, StagedFile};
@@ -64,6 +65,7 @@ pub struct AstEditOutput {
 pub struct AstEdit {
     pub(crate) store: Arc<EditStore>,
     pub(crate) options: SearchOptions,
+    pub(crate) index: Arc<SyntaxIndex>,
 }
 
 /// Diffs longer than this many lines are cut in the result (the edit itself is whole).
@@ -112,13 +114,16 @@ impl Tool for AstEdit {
             )));
         }
         let options = self.options;
-        let walked =
-            tokio::task::spawn_blocking(move || walk(&path, &compiled, Some(&fix), options))
-                .await
-                .map_err(|e| ToolError::Internal {
-                    tool: Self::NAME.into(),
-                    message: e.to_string(),
-                })?;
+        self.index.attach(workspace);
+        let index = Arc::clone(&self.index);
+        let walked = tokio::task::spawn_blocking(move || {
+            walk(&path, &compiled, Some(&fix), options, &index)
+        })
+        .await
+        .map_err(|e| ToolError::Internal {
+            tool: Self::NAME.into(),
+            message: e.to_string(),
+        })?;
         let rewrites: Vec<_> = walked
             .rewrites
             .into_iter()
@@ -128,7 +133,7 @@ impl Tool for AstEdit {
             return Err(ToolError::failed(format!(
                 "nothing to stage: `{}` matched {} time(s) in {} {} file(s) under {shown}, and no file would change",
                 input.pattern.trim(),
-                walked.found.len(),
+                walked.total,
                 walked.files,
                 id(lang)
             )));

@@ -1,12 +1,14 @@
 //! `ast_grep`: find code by its shape (AST-1…4).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
 
 use crate::compile::{Target, target};
+use crate::index::SyntaxIndex;
 use crate::language::id;
 use crate::search::{Found, SearchOptions, walk};
 
@@ -80,6 +82,7 @@ pub struct AstGrepOutput {
 /// The `ast_grep` tool.
 pub struct AstGrep {
     pub(crate) options: SearchOptions,
+    pub(crate) index: Arc<SyntaxIndex>,
 }
 
 const DEFAULT_MAX_RESULTS: usize = 50;
@@ -124,8 +127,10 @@ impl Tool for AstGrep {
         }
         let max = asked.min(MAX_RESULTS);
         let options = tools_ast_options(self.options, max);
+        self.index.attach(workspace);
+        let index = Arc::clone(&self.index);
         let (compiled, walked) = tokio::task::spawn_blocking(move || {
-            let walked = walk(&path, &compiled, None, options);
+            let walked = walk(&path, &compiled, None, options, &index);
             (compiled, walked)
         })
         .await
@@ -177,7 +182,7 @@ impl Tool for AstGrep {
         }
         let mut matches: Vec<AstMatch> = Vec::new();
         let mut stopped = false;
-        for found in walked.found.into_iter().take(max) {
+        for found in walked.found().take(max) {
             if text.len() > TEXT_BUDGET {
                 stopped = true;
                 break;
@@ -225,15 +230,15 @@ fn tools_ast_options(options: SearchOptions, max: usize) -> SearchOptions {
     }
 }
 
-fn to_match(workspace: &tools_core::Workspace, found: Found) -> AstMatch {
+fn to_match(workspace: &tools_core::Workspace, found: &Found) -> AstMatch {
     AstMatch {
         path: workspace.display(&found.path),
         line: found.line,
         column: found.column,
         end_line: found.end_line,
-        text: found.text,
-        line_text: found.line_text,
-        captures: found.captures.into_iter().collect(),
+        text: found.text.clone(),
+        line_text: found.line_text.clone(),
+        captures: found.captures.iter().cloned().collect(),
     }
 }
 

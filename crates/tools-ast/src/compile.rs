@@ -4,6 +4,7 @@
 //! that silently finds nothing.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use ast_grep_core::language::Language;
 use ast_grep_core::matcher::PatternNode;
@@ -27,6 +28,9 @@ pub(crate) struct Compiled {
     /// Texts every match must contain: the pattern's named leaves and keywords. A file without
     /// one of them cannot match, so it is never parsed.
     pub(crate) literals: Vec<String>,
+    /// What tells this compilation from another: language, rung and fragment (the syntax
+    /// index remembers each file's matches of the last pattern under it).
+    pub(crate) key: Arc<str>,
 }
 
 /// What a search or an edit runs on: the resolved path, how it is shown, and the pattern
@@ -193,7 +197,9 @@ fn try_rung(fragment: &str, lang: SupportLang, rung: &Rung) -> Result<Compiled, 
     collect_literals(&pattern.node, &mut literals);
     literals.sort();
     literals.dedup();
+    let key = Arc::from(format!("{}\0{}\0{fragment}", id(lang), rung.name));
     Ok(Compiled {
+        key,
         pattern,
         lang,
         context: rung.name,

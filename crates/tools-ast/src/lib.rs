@@ -4,11 +4,13 @@
 //!
 //! Patterns are compiled by parsing the fragment inside a ladder of contexts (`compile.rs`);
 //! files are walked in parallel and parsed only when they contain the pattern's literals
-//! (`search.rs`).
+//! (`search.rs`), through the run's syntax index, which keeps texts, trees and where each
+//! node kind is for the next search (`index.rs`).
 
 mod ast_edit;
 mod ast_grep;
 mod compile;
+mod index;
 mod language;
 mod resolve;
 mod search;
@@ -19,6 +21,7 @@ use std::sync::Arc;
 pub use crate::{
     ast_edit::{AstEdit, AstEditInput, AstEditOutput, EditedFile},
     ast_grep::{AstGrep, AstGrepInput, AstGrepOutput, AstMatch},
+    index::{AstConfig, DEFAULT_CACHE_MB, IndexStats, SyntaxIndex},
     resolve::{Resolve, ResolveAction, ResolveInput, ResolveOutput},
     search::{SearchOptions, Span, find_spans},
 };
@@ -26,14 +29,19 @@ pub use crate::{
 use tools_core::RegistryBuilder;
 
 /// Registers `ast_grep`, `ast_edit` and `resolve`; the grammars are compiled in, so the
-/// family's resource is always there once the feature is on (CORE-1).
-pub fn register(builder: &mut RegistryBuilder, options: SearchOptions) {
+/// family's resource is always there once the feature is on (CORE-1). `index` is the run's
+/// syntax index, which both searching tools share.
+pub fn register(builder: &mut RegistryBuilder, options: SearchOptions, index: Arc<SyntaxIndex>) {
     let store = Arc::new(staging::EditStore::default());
     builder
-        .register(ast_grep::AstGrep { options })
+        .register(ast_grep::AstGrep {
+            options,
+            index: Arc::clone(&index),
+        })
         .register(ast_edit::AstEdit {
             store: Arc::clone(&store),
             options,
+            index,
         })
         .register(resolve::Resolve { store });
 }

@@ -1,16 +1,21 @@
 //! Walking the files and matching a compiled pattern in each, in parallel, honouring
-//! `.gitignore`. A file is parsed only when it contains every literal the pattern needs.
+//! `.gitignore`. A file is parsed only when it contains every literal the pattern needs, and
+//! through the run's [`SyntaxIndex`]: a file it holds unchanged is neither read nor parsed
+//! again, and only its nodes of the kinds the pattern can match are tried.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ast_grep_core::AstGrep;
 use ast_grep_core::language::Language as _;
+use ast_grep_core::matcher::MatcherExt as _;
 use ast_grep_core::replacer::TemplateFix;
+use ast_grep_core::tree_sitter::StrDoc;
+use ast_grep_core::{Matcher as _, NodeMatch};
 use ast_grep_language::SupportLang;
 use memchr::memmem;
 
 use crate::compile::Compiled;
+use crate::index::{KindIndex, Parsed, Stamp, SyntaxIndex};
 
 /// How a search runs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -43,15 +48,17 @@ pub(crate) struct Found {
 /// The result of walking: what matched, and how much was looked at.
 #[derive(Debug, Default)]
 pub(crate) struct Walked {
-    /// The matches kept (all, or the first `keep` in path order).
-    pub(crate) found: Vec<Found>,
+    /// The matches kept (all, or the first `keep` in path order), file by file; each file's
+    /// are shared with the syntax index's memo of them. See [`Walked::found`].
+    pub(crate) batches: Vec<Arc<[Found]>>,
+    keep: Option<usize>,
     /// Every match, kept or not.
     pub(crate) total: usize,
     /// Files with at least one match.
     pub(crate) files_with: usize,
     /// Files of the language under the path.
     pub(crate) files: usize,
-    /// Files that were parsed (the rest lacked a literal the pattern needs).
+    /// Files whose tree was searched (the rest lacked a literal the pattern needs).
     pub(crate) parsed: usize,
     /// Files skipped because they are not UTF-8 text.
     pub(crate) unreadable: Vec<PathBuf>,
@@ -71,7 +78,7 @@ pub(crate) struct Rewrite {
 }
 
 /// Each file's matches, by path.
-type Batches = std::collections::BTreeMap<Arc<Path>, Vec<Found>>;
+type Batches = std::collections::BTreeMap<Arc<Path>, Arc<[Found]>>;
 
 /// Walks `path` (a file or a folder) and matches `compiled` in every file of its language;
 /// with `rewrite`, also computes each file's rewritten text.
@@ -80,19 +87,17 @@ pub(crate) fn walk(
     compiled: &Compiled,
     rewrite: Option<&TemplateFix>,
     options: SearchOptions,
+    index: &SyntaxIndex,
 ) -> Walked {
     let state = Mutex::new(Walked::default());
     // Each file's matches come out in position order; files are kept in path order, so no
     // sort ever runs over every match, and with `keep` the files past the first `keep`
     // matches are dropped as soon as they are certain not to be shown.
     let batches: Mutex<(Batches, usize)> = Mutex::new((Batches::new(), 0));
-    let finders: Vec<memmem::Finder<'_>> = compiled
-        .literals
-        .iter()
-        .map(|l| memmem::Finder::new(l.as_bytes()))
-        .collect();
+    let finders: Vec<Literal<'_>> = compiled.literals.iter().map(|l| Literal::new(l)).collect();
+    index.begin();
     let visit = |file: &Path| {
-        let outcome = visit_file(file, compiled, &finders, rewrite);
+        let outcome = visit_file(file, compiled, &finders, rewrite, index);
         let Ok(mut state) = state.lock() else { return };
         state.files += 1;
         match outcome {
@@ -147,20 +152,28 @@ pub(crate) fn walk(
     let (batches, _) = batches
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    walked.found = batches.into_values().flatten().collect();
-    if let Some(keep) = options.keep {
-        walked.found.truncate(keep);
-    }
+    walked.batches = batches.into_values().collect();
+    walked.keep = options.keep;
     walked.rewrites.sort_by(|a, b| a.path.cmp(&b.path));
     walked.unreadable.sort();
     walked
+}
+
+impl Walked {
+    /// The matches kept, in path and position order.
+    pub(crate) fn found(&self) -> impl Iterator<Item = &Found> {
+        self.batches
+            .iter()
+            .flat_map(|batch| batch.iter())
+            .take(self.keep.unwrap_or(usize::MAX))
+    }
 }
 
 enum Visit {
     Skipped,
     Unreadable,
     Parsed {
-        found: Vec<Found>,
+        found: Arc<[Found]>,
         rewrite: Option<Rewrite>,
     },
 }
@@ -168,24 +181,181 @@ enum Visit {
 fn visit_file(
     file: &Path,
     compiled: &Compiled,
-    finders: &[memmem::Finder<'_>],
+    finders: &[Literal<'_>],
     rewrite: Option<&TemplateFix>,
+    index: &SyntaxIndex,
 ) -> Visit {
-    let Ok(bytes) = tools_core::read_regular(file) else {
-        return Visit::Unreadable;
+    let held = match index.enabled() {
+        true => std::fs::metadata(file)
+            .ok()
+            .and_then(|meta| index.get(file, Stamp::of(&meta))),
+        false => None,
+    };
+    let entry = match held {
+        Some(entry) => entry,
+        None => {
+            let started = std::time::SystemTime::now();
+            let Ok((bytes, meta)) = tools_core::read_regular_with_metadata(file) else {
+                return Visit::Unreadable;
+            };
+            match String::from_utf8(bytes) {
+                Ok(text) => {
+                    let settled = Stamp::settled(&meta, started);
+                    index.insert(file, Stamp::of(&meta), settled, text)
+                }
+                // Not text: a file that cannot match anyway is only skipped.
+                Err(error) if !has_literals(finders, error.as_bytes()) => return Visit::Skipped,
+                Err(_) => return Visit::Unreadable,
+            }
+        }
     };
     // The literal check comes before parsing: most files of a tree lack some literal of a
     // selective pattern, and parsing is most of the cost.
-    if !finders.iter().all(|finder| finder.find(&bytes).is_some()) {
+    if !has_literals(finders, entry.text().as_bytes()) {
         return Visit::Skipped;
     }
-    let Ok(source) = String::from_utf8(bytes) else {
+    let Some(entry) = index.parse(file, &entry, compiled.lang) else {
         return Visit::Unreadable;
     };
-    let Ok(root) = AstGrep::try_new(&source, compiled.lang) else {
+    let Some(parsed) = entry.parsed(compiled.lang) else {
         return Visit::Unreadable;
     };
-    let top = root.root();
+    if rewrite.is_some() {
+        return matches_in(file, parsed, compiled, rewrite);
+    }
+    // The same search again on an unchanged file: its matches as they were.
+    if let Some(found) = entry.remembered(&compiled.key) {
+        return Visit::Parsed {
+            found,
+            rewrite: None,
+        };
+    }
+    let visit = matches_in(file, parsed, compiled, None);
+    if let Visit::Parsed { found, .. } = &visit {
+        index.remember(file, &entry, &compiled.key, Arc::clone(found));
+    }
+    visit
+}
+
+/// One text every match must contain, as a whole token: an occurrence inside a longer word
+/// (`unwrap` in `unwrap_or`) cannot be the pattern's leaf, since a lexer never ends a word
+/// token where another word character follows.
+pub(crate) struct Literal<'a> {
+    finder: memmem::Finder<'a>,
+    /// Whether it starts with a letter or `_` (then a letter or `_` may not come before it).
+    word_start: bool,
+    /// Whether it ends with a word character (then none may come after it).
+    word_end: bool,
+}
+
+impl<'a> Literal<'a> {
+    fn new(text: &'a str) -> Self {
+        let bytes = text.as_bytes();
+        Literal {
+            finder: memmem::Finder::new(bytes),
+            word_start: bytes
+                .first()
+                .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_'),
+            word_end: bytes.last().is_some_and(|b| is_word(*b)),
+        }
+    }
+
+    /// Whether `bytes` hold it as a token. Only ASCII letters, digits and `_` count as
+    /// word characters, and a digit before it does not (`1if` is a number and `if` in
+    /// Python): every doubt keeps the file.
+    fn is_in(&self, bytes: &[u8]) -> bool {
+        let len = self.finder.needle().len();
+        self.finder.find_iter(bytes).any(|at| {
+            let before = at.checked_sub(1).map(|i| bytes[i]);
+            let after = bytes.get(at + len).copied();
+            let glued_before =
+                self.word_start && before.is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+            let glued_after = self.word_end && after.is_some_and(is_word);
+            !glued_before && !glued_after
+        })
+    }
+}
+
+fn is_word(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
+fn has_literals(finders: &[Literal<'_>], bytes: &[u8]) -> bool {
+    finders.iter().all(|literal| literal.is_in(bytes))
+}
+
+/// Every match of the pattern in a parsed file, in pre-order as `find_all` yields them. The
+/// first search of a file walks every node (as `find_all` does) and records each one's kind
+/// on the way; later ones try only the nodes of a kind the pattern can match, found through
+/// that kind index.
+fn candidates<'r>(
+    parsed: &'r Parsed,
+    compiled: &Compiled,
+) -> Vec<NodeMatch<'r, StrDoc<SupportLang>>> {
+    let root = &parsed.root;
+    let kinds = compiled.pattern.potential_kinds();
+    let wanted = |kind: u16| kinds.as_ref().is_none_or(|k| k.contains(usize::from(kind)));
+    let top = root.root().get_inner_node();
+    let mut cursor = top.walk();
+    let mut found = Vec::new();
+    let Some(index) = parsed.kinds.get() else {
+        let mut order: Vec<u16> = Vec::with_capacity(top.descendant_count());
+        'walk: loop {
+            let kind = cursor.node().kind_id();
+            order.push(kind);
+            if wanted(kind)
+                && let Some(matched) = compiled.pattern.match_node(root.adopt(cursor.node()))
+            {
+                found.push(matched);
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    break 'walk;
+                }
+            }
+        }
+        let _ = parsed.kinds.set(KindIndex::from_order(&order));
+        return found;
+    };
+    if kinds.is_none() {
+        return root.root().find_all(&compiled.pattern).collect();
+    }
+    for target in index.positions(wanted) {
+        let target = target as usize;
+        // Forward through the tree: into a subtree holding the target, past one that does
+        // not. The positions ascend, so the cursor never goes back.
+        loop {
+            let at = cursor.descendant_index();
+            if at == target {
+                break;
+            }
+            if target < at + cursor.node().descendant_count() {
+                cursor.goto_first_child();
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    return found;
+                }
+            }
+        }
+        if let Some(matched) = compiled.pattern.match_node(root.adopt(cursor.node())) {
+            found.push(matched);
+        }
+    }
+    found
+}
+
+fn matches_in(
+    file: &Path,
+    parsed: &Parsed,
+    compiled: &Compiled,
+    rewrite: Option<&TemplateFix>,
+) -> Visit {
+    let source = parsed.root.get_text();
     let path: Arc<Path> = Arc::from(file);
     let keys: Vec<(String, String)> = compiled
         .vars
@@ -194,7 +364,7 @@ fn visit_file(
         .collect();
     let mut found = Vec::new();
     let mut edits = Vec::new();
-    for matched in top.find_all(&compiled.pattern) {
+    for matched in candidates(parsed, compiled) {
         let range = matched.range();
         let env = matched.get_env();
         let mut captures = Vec::new();
@@ -242,10 +412,13 @@ fn visit_file(
         }
     }
     let rewrite = match rewrite {
-        Some(_) if !edits.is_empty() => Some(apply_edits(file, &source, edits)),
+        Some(_) if !edits.is_empty() => Some(apply_edits(file, source, edits)),
         _ => None,
     };
-    Visit::Parsed { found, rewrite }
+    Visit::Parsed {
+        found: found.into(),
+        rewrite,
+    }
 }
 
 /// Applies non-overlapping edits in order; an edit inside one already applied is left out
@@ -308,25 +481,48 @@ pub struct Span {
 }
 
 /// Structural search as a library call: every match of `pattern` in `language` under `path`,
-/// sorted by path and position. Errors are the messages `ast_grep` would show.
+/// sorted by path and position, through `index` (one made with [`SyntaxIndex::new`]`(0)`
+/// holds nothing: every file is read and parsed). Errors are the messages `ast_grep` would
+/// show.
 pub fn find_spans(
     pattern: &str,
     language: &str,
     path: &Path,
     options: SearchOptions,
+    index: &SyntaxIndex,
 ) -> Result<Vec<Span>, String> {
     let lang = language
         .parse::<SupportLang>()
         .map_err(|_| format!("unknown language `{language}`"))?;
     let compiled = crate::compile::compile(pattern, lang, None).map_err(|e| e.to_string())?;
-    let walked = walk(path, &compiled, None, options);
+    let walked = walk(path, &compiled, None, options, index);
     Ok(walked
-        .found
-        .into_iter()
+        .found()
         .map(|f| Span {
             path: f.path.to_path_buf(),
             start: f.range.start,
             end: f.range.end,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Literal;
+
+    #[test]
+    fn a_literal_counts_only_as_a_whole_token_and_every_doubt_keeps_the_file() {
+        let unwrap = Literal::new("unwrap");
+        assert!(!unwrap.is_in(b"x.unwrap_or(1); y.try_unwrap(); unwrapped"));
+        assert!(unwrap.is_in(b"x.unwrap_or(1); y.unwrap()"));
+        assert!(unwrap.is_in(b"unwrap"));
+        // A digit before a word can end a number token (`1if` is `1` `if` in Python), and
+        // anything outside ASCII word characters may delimit a token: the file is kept.
+        assert!(Literal::new("if").is_in(b"x = 1if y else 2"));
+        assert!(Literal::new("foo").is_in("$foo é".as_bytes()));
+        assert!(Literal::new("foo").is_in("éfoo".as_bytes()));
+        // Ends that are not word characters are not checked.
+        assert!(Literal::new("+=").is_in(b"a+=1"));
+        assert!(Literal::new("\"a\"").is_in(b"x\"a\"y"));
+    }
 }

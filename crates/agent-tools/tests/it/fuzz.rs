@@ -323,7 +323,10 @@ fn every_tool(root: &Path, state: &Path) -> tools_core::Registry {
     let supervisor =
         tools_lsp::LspSupervisor::new(workspace.root(), tools_lsp::LspConfig::default()).unwrap();
     RunBuilder::new(workspace)
-        .with_ast(tools_ast::SearchOptions::default())
+        .with_ast(
+            tools_ast::SearchOptions::default(),
+            tools_ast::DEFAULT_CACHE_MB,
+        )
         .with_lsp(supervisor)
         .with_vibe(
             tools_vibe::VibeConfig {

@@ -13,6 +13,7 @@ use tools_core::{
 struct Fixture {
     dir: tempfile::TempDir,
     dispatcher: Dispatcher,
+    index: std::sync::Arc<tools_ast::SyntaxIndex>,
 }
 
 /// Files from `//- /path` headers.
@@ -20,7 +21,12 @@ fn fixture(files: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     tools_core::testing::write_fixture(dir.path(), files).unwrap();
     let mut builder = RegistryBuilder::new(Run::new(Workspace::new(dir.path()).unwrap()));
-    tools_ast::register(&mut builder, tools_ast::SearchOptions::default());
+    let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
+    tools_ast::register(
+        &mut builder,
+        tools_ast::SearchOptions::default(),
+        std::sync::Arc::clone(&index),
+    );
     let options = DispatcherOptions {
         approval: ApprovalPolicy::Allow,
         ..DispatcherOptions::default()
@@ -28,6 +34,7 @@ fn fixture(files: &str) -> Fixture {
     Fixture {
         dispatcher: Dispatcher::new(builder.build(), options),
         dir,
+        index,
     }
 }
 
@@ -519,4 +526,221 @@ async fn prod_5_paths_outside_the_workspace_are_refused() {
         "{}",
         result.text
     );
+}
+
+/// `path:LINE: text` of the matches, in result order.
+fn matched(result: &ToolResult) -> Vec<String> {
+    let structured = result.structured.as_ref().unwrap();
+    structured["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let path = m["path"].as_str().unwrap();
+            format!("{path}:{}: {}", m["line"], m["text"].as_str().unwrap())
+        })
+        .collect()
+}
+
+/// Sets every file's modification time under `root` to `ago` before now, as files untouched
+/// for a while are: the index holds only files modified at least 2 s before it read them.
+fn settle(root: &Path, ago: std::time::Duration) {
+    let when = std::time::SystemTime::now() - ago;
+    for entry in ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .build()
+        .flatten()
+    {
+        if entry.file_type().is_some_and(|t| t.is_file()) {
+            let file = std::fs::File::options()
+                .write(true)
+                .open(entry.path())
+                .unwrap();
+            file.set_modified(when).unwrap();
+        }
+    }
+}
+
+const AGO: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[tokio::test]
+async fn index_a_file_changed_behind_the_runs_back_is_never_searched_stale() {
+    let f = fixture(
+        r#"
+//- /a.py
+print(alpha)
+//- /b.py
+print(gamma)
+"#,
+    );
+    settle(f.root(), AGO);
+    let pattern = json!({"pattern": "print($X)", "language": "python"});
+    let first = f.grep(pattern.clone()).await;
+    assert_eq!(
+        matched(&first),
+        ["a.py:1: print(alpha)", "b.py:1: print(gamma)"]
+    );
+    assert_eq!(f.index.stats().parsed, 2);
+    // Same size, other text; a file grown; a new file: each seen at once.
+    f.write("a.py", "print(omega)\n");
+    f.write("b.py", "print(gamma)\nprint(delta)\n");
+    f.write("c.py", "print(new)\n");
+    let again = f.grep(pattern.clone()).await;
+    assert_eq!(
+        matched(&again),
+        [
+            "a.py:1: print(omega)",
+            "b.py:1: print(gamma)",
+            "b.py:2: print(delta)",
+            "c.py:1: print(new)"
+        ]
+    );
+    // Files modified this instant are searched but not held: a write in the same clock tick
+    // could leave size and times as they were.
+    assert_eq!(f.index.stats().files, 0);
+    std::fs::remove_file(f.root().join("c.py")).unwrap();
+    settle(f.root(), AGO);
+    let held = f.grep(pattern.clone()).await;
+    assert_eq!(matched(&held).len(), 3);
+    assert_eq!(f.index.stats().parsed, 2);
+    // A file swapped for another by rename, with the same size and modification time: only
+    // its inode and change time tell.
+    let old = std::fs::metadata(f.root().join("a.py")).unwrap();
+    std::fs::write(f.root().join("swap.tmp"), "print(sigma)\n").unwrap();
+    let swap = std::fs::File::options()
+        .write(true)
+        .open(f.root().join("swap.tmp"))
+        .unwrap();
+    swap.set_modified(old.modified().unwrap()).unwrap();
+    drop(swap);
+    std::fs::rename(f.root().join("swap.tmp"), f.root().join("a.py")).unwrap();
+    let last = f.grep(pattern).await;
+    assert_eq!(
+        matched(&last),
+        [
+            "a.py:1: print(sigma)",
+            "b.py:1: print(gamma)",
+            "b.py:2: print(delta)"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn index_the_runs_own_writes_drop_their_entries_as_they_commit() {
+    let f = fixture(
+        r#"
+//- /app.py
+x = compute(1)
+y = compute(2)
+"#,
+    );
+    settle(f.root(), AGO);
+    let pattern = json!({"pattern": "compute($N)", "language": "python"});
+    assert_eq!(locations(&f.grep(pattern.clone()).await).len(), 2);
+    assert_eq!(f.index.stats().files, 1);
+    let staged = f
+        .call(
+            "ast_edit",
+            json!({"pattern": "compute($N)", "rewrite": "measure($N)", "language": "python"}),
+        )
+        .await;
+    assert!(!staged.is_error, "{}", staged.text);
+    let id = staged.structured.as_ref().unwrap()["edit_id"].clone();
+    let applied = f
+        .call("resolve", json!({"edit_id": id, "action": "accept"}))
+        .await;
+    assert!(!applied.is_error, "{}", applied.text);
+    // The commit told the index: the file's entry is gone before any search looks, even
+    // where the file system's times would not show the change.
+    assert_eq!(f.index.stats().files, 0);
+    let after = f.call("ast_grep", pattern).await;
+    assert!(after.text.starts_with("No matches"), "{}", after.text);
+    let measured = f
+        .grep(json!({"pattern": "measure($N)", "language": "python"}))
+        .await;
+    assert_eq!(
+        matched(&measured),
+        ["app.py:1: measure(1)", "app.py:2: measure(2)"]
+    );
+}
+
+/// Some of this workspace's own Rust sources, copied: a tree with every common node kind.
+fn rust_sources() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut walk = ignore::WalkBuilder::new(crates.join("tools-core"));
+    walk.add(crates.join("tools-ast/src"));
+    for entry in walk.build().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|x| x == "rs") {
+            let to = dir.path().join(path.strip_prefix(&crates).unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(path, to).unwrap();
+        }
+    }
+    settle(dir.path(), AGO);
+    dir
+}
+
+const RUST_PATTERNS: &[&str] = &[
+    "$X.unwrap()",
+    "let $A = $B;",
+    "Some($X)",
+    "match $X { $$$ARMS }",
+    "impl $T for $U { $$$ITEMS }",
+    "$F($$$ARGS)",
+    "$X",
+];
+
+#[test]
+fn index_searches_through_it_find_exactly_what_a_fresh_search_finds() {
+    let dir = rust_sources();
+    let options = tools_ast::SearchOptions::default();
+    let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
+    for pattern in RUST_PATTERNS {
+        let fresh = tools_ast::find_spans(
+            pattern,
+            "rust",
+            dir.path(),
+            options,
+            &tools_ast::SyntaxIndex::new(0),
+        )
+        .unwrap();
+        assert!(!fresh.is_empty(), "{pattern}");
+        // The first search through the shared index (warm from the patterns before) and a
+        // repeat of it.
+        for round in ["first", "again"] {
+            let held = tools_ast::find_spans(pattern, "rust", dir.path(), options, &index).unwrap();
+            assert!(
+                held == fresh,
+                "`{pattern}` {round}: {} vs {} matches",
+                held.len(),
+                fresh.len()
+            );
+        }
+    }
+    let stats = index.stats();
+    assert!(stats.parsed >= 20 && stats.evicted == 0, "{stats:?}");
+}
+
+#[test]
+fn index_stays_within_its_budget_dropping_the_least_recently_used() {
+    let dir = rust_sources();
+    let options = tools_ast::SearchOptions::default();
+    let index = tools_ast::SyntaxIndex::new(1);
+    for pattern in &RUST_PATTERNS[..3] {
+        let fresh = tools_ast::find_spans(
+            pattern,
+            "rust",
+            dir.path(),
+            options,
+            &tools_ast::SyntaxIndex::new(0),
+        )
+        .unwrap();
+        let held = tools_ast::find_spans(pattern, "rust", dir.path(), options, &index).unwrap();
+        assert!(held == fresh, "`{pattern}`");
+    }
+    let stats = index.stats();
+    assert!(stats.bytes <= 1 << 20, "{stats:?}");
+    assert!(stats.evicted > 0 && stats.files > 0, "{stats:?}");
 }
