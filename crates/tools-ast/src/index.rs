@@ -286,7 +286,7 @@ impl SyntaxIndex {
     /// Drops the entries of the files each commit on `workspace` writes, from now on.
     pub fn attach(self: &Arc<Self>, workspace: &tools_core::Workspace) {
         let index = Arc::downgrade(self);
-        let watcher = self.watcher.get_or_init(|| {
+        self.watcher.get_or_init(|| {
             let watcher: Arc<tools_core::CommitWatcher> = Arc::new(move |paths: &[PathBuf]| {
                 if let Some(index) = index.upgrade() {
                     index.forget(paths);
@@ -295,7 +295,6 @@ impl SyntaxIndex {
             workspace.watch_commits(&watcher);
             watcher
         });
-        let _ = watcher;
     }
 
     /// Drops what is held of `paths`.

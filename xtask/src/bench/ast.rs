@@ -232,20 +232,6 @@ pub(crate) fn run() -> anyhow::Result<()> {
             }
         }
     }
-    println!(
-        "\n{:<32} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>6}  same",
-        "pattern (wall)",
-        "matches",
-        "no index",
-        "cold",
-        "first",
-        "again",
-        "cli",
-        "cli/cold",
-        "cli/first",
-        "cli/again",
-        "kind"
-    );
     let mut failures = Vec::new();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
@@ -265,22 +251,20 @@ pub(crate) fn run() -> anyhow::Result<()> {
         ("wall", (|c: Cost| c.wall) as fn(Cost) -> Duration),
         ("cpu", |c: Cost| c.cpu),
     ] {
-        if label == "cpu" {
-            println!(
-                "\n{:<32} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>6}  same",
-                "pattern (cpu)",
-                "matches",
-                "no index",
-                "cold",
-                "first",
-                "again",
-                "cli",
-                "cli/cold",
-                "cli/first",
-                "cli/again",
-                "kind"
-            );
-        }
+        println!(
+            "\n{:<32} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>6}  same",
+            format!("pattern ({label})"),
+            "matches",
+            "no index",
+            "cold",
+            "first",
+            "again",
+            "cli",
+            "cli/cold",
+            "cli/first",
+            "cli/again",
+            "kind"
+        );
         for (case, row) in CASES.iter().zip(&rows) {
             let [no_index, cold, first, again, cli] =
                 [row.no_index, row.cold, row.first, row.again, row.cli]
