@@ -47,10 +47,6 @@ pub struct ResolveOutput {
     pub files: Vec<String>,
     /// Replacements written (0 for discard).
     pub replacements: usize,
-    /// What the project's language servers found in the written files (diagnostics on write,
-    /// LSP-6); present only when a server covers one of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<tools_core::WriteReport>,
 }
 
 /// The `resolve` tool.
@@ -114,7 +110,6 @@ impl Tool for Resolve {
                     action: input.action,
                     files: shown,
                     replacements: 0,
-                    diagnostics: None,
                 },
             ));
         }
@@ -160,7 +155,6 @@ impl Tool for Resolve {
                 action: input.action,
                 files: shown,
                 replacements,
-                diagnostics: None,
             },
         )
         .touching(files.into_iter().map(|f| f.path))

@@ -33,7 +33,9 @@ pub trait Tool: Send + Sync + 'static {
     /// The lane its calls serialise on, one lock per lane per run (CORE-6); `None` lets
     /// calls overlap freely.
     const LANE: Option<Lane> = None;
-    /// Whether a call may write files; diagnostics on write (LSP-6) wraps exactly these.
+    /// Whether a call may write files; diagnostics on write (LSP-6) wraps exactly these, and
+    /// their output schema gains the optional `diagnostics` report (`Written`), so `Output`
+    /// does not declare it.
     const WRITES_FILES: bool = false;
     /// Whether the tool stops by itself when its call's cancellation token fires (interrupts a
     /// kernel, pauses a debuggee); dispatch then waits the cancel grace for it to return before
@@ -340,7 +342,11 @@ impl<T: Tool> AnyTool for T {
     }
 
     fn output_schema(&self) -> serde_json::Map<String, Value> {
-        output_schema_for::<T::Output>()
+        // A writing tool's result gains `diagnostics` (LSP-6), declared here once for all.
+        match T::WRITES_FILES {
+            true => output_schema_for::<crate::written::Written<T::Output>>(),
+            false => output_schema_for::<T::Output>(),
+        }
     }
 
     fn prepare(

@@ -1,14 +1,30 @@
 //! What diagnostics on write (LSP-6) adds to the result of a tool that writes files.
 //!
-//! Every writing tool (`write`, `edit`, `apply_patch`, `lsp_rename`, `lsp_code_action`,
-//! `resolve`) carries an optional [`WriteReport`] in its structured output. The tool itself
-//! always leaves it out; the language-server family's wrapper fills it in after the write, so
-//! the field is part of each tool's output schema whether or not a server is bound to the
-//! run. The report is a value: the text under the tool's own answer is rendered from it, so
+//! Every tool that writes files ([`Tool::WRITES_FILES`](crate::Tool::WRITES_FILES)) carries an
+//! optional [`WriteReport`] in its structured output, under `diagnostics`: its output schema
+//! is [`Written`] around the tool's own output, derived in one place from that flag, so no
+//! tool declares the field. The tool itself never fills it; the language-server family's
+//! wrapper does after the write, so the field is part of each writing tool's output schema
+//! whether or not a server is bound to the run. The report is a value: the text under the tool's own answer is rendered from it, so
 //! a client that shows the model only the structured content shows the same thing.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// The structured result of a tool that writes files: its own fields, and what diagnostics
+/// on write found (LSP-6). Only its schema is used: the tool serialises its own output, and
+/// the wrapper adds `diagnostics` to that object.
+#[derive(JsonSchema)]
+#[schemars(rename = "{O}")]
+#[allow(dead_code)]
+pub(crate) struct Written<O> {
+    #[serde(flatten)]
+    output: O,
+    /// What the project's language servers found in the written files (diagnostics on write,
+    /// LSP-6); present only when a server covers one of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    diagnostics: Option<WriteReport>,
+}
 
 /// The language servers' verdict on a write: every written file a server covers with its
 /// state, the files the write did not touch in which it introduced diagnostics, and the

@@ -45,10 +45,6 @@ pub struct LspCodeActionOutput {
     pub files: Vec<RenamedFile>,
     /// Edits over all files.
     pub total_edits: usize,
-    /// What the project's language servers found in the written files (diagnostics on write,
-    /// LSP-6); present only when a server covers one of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<tools_core::WriteReport>,
 }
 
 /// The `lsp_code_action` tool, bound to the run's supervisor.
@@ -224,7 +220,6 @@ impl Tool for LspCodeAction {
                 title,
                 files: applied.files,
                 total_edits: applied.total_edits,
-                diagnostics: None,
             },
         )
         .touching(applied.touched)

@@ -65,10 +65,6 @@ pub struct LspRenameOutput {
     /// How many of them are in code (compiled or not), not in comments or strings.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub remaining_in_code: usize,
-    /// What the project's language servers found in the written files (diagnostics on write,
-    /// LSP-6); present only when a server covers one of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<tools_core::WriteReport>,
 }
 
 /// A new name that cannot be one.
@@ -268,7 +264,6 @@ impl Tool for LspRename {
                 remaining,
                 remaining_total,
                 remaining_in_code,
-                diagnostics: None,
             },
         )
         .touching(applied.touched)

@@ -58,10 +58,6 @@ pub enum PatchAction {
 pub struct ApplyPatchOutput {
     /// The files, in patch order.
     pub files: Vec<PatchedFile>,
-    /// What the project's language servers found in the written files (diagnostics on write,
-    /// LSP-6); present only when a server covers one of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<tools_core::WriteReport>,
 }
 
 /// The `apply_patch` tool.
@@ -137,15 +133,9 @@ impl Tool for ApplyPatch {
             ));
         }
         let touched = changes.into_iter().map(|change| change.path);
-        Ok(ToolOutput::new(
-            text,
-            ApplyPatchOutput {
-                files,
-                diagnostics: None,
-            },
-        )
-        .touching(touched)
-        .previously(previous))
+        Ok(ToolOutput::new(text, ApplyPatchOutput { files })
+            .touching(touched)
+            .previously(previous))
     }
 }
 

@@ -37,10 +37,6 @@ pub struct EditOutput {
     pub replacements: usize,
     /// The lines (1-based, in the new file) where the replacements start.
     pub lines: Vec<usize>,
-    /// What the project's language servers found in the written files (diagnostics on write,
-    /// LSP-6); present only when a server covers one of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<tools_core::WriteReport>,
 }
 
 /// The `edit` tool.
@@ -135,7 +131,6 @@ impl Tool for Edit {
                 path: shown,
                 replacements: starts.len(),
                 lines,
-                diagnostics: None,
             },
         )
         .touching([path])

@@ -33,10 +33,6 @@ pub struct WriteOutput {
     pub bytes: usize,
     /// Its number of lines.
     pub lines: usize,
-    /// What the project's language servers found in the written files (diagnostics on write,
-    /// LSP-6); present only when a server covers one of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<tools_core::WriteReport>,
 }
 
 /// The `write` tool.
@@ -92,7 +88,6 @@ impl Tool for Write {
                 created,
                 bytes,
                 lines,
-                diagnostics: None,
             },
         )
         .touching([path])

@@ -1023,3 +1023,44 @@ async fn a_check_refuses_before_the_card_and_every_wrapper() {
     assert_eq!(scripted.seen.lock().unwrap().len(), 1);
     assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
+
+/// Writes files, as far as its flag says.
+struct Scribble;
+impl Tool for Scribble {
+    type Input = Empty;
+    type Output = Echo;
+    const NAME: &'static str = "scribble";
+    const TITLE: &'static str = "Scribble";
+    const TIER: Tier = Tier::Write;
+    const WRITES_FILES: bool = true;
+    async fn call(&self, _: CallContext, _: Empty) -> Result<ToolOutput<Echo>, ToolError> {
+        Ok(ToolOutput::new("scribbled", Echo { text: "s".into() }))
+    }
+}
+
+#[test]
+fn lsp_6_a_writing_tools_output_schema_gains_the_optional_diagnostics_report() {
+    let writes = Scribble.output_schema();
+    let properties = writes["properties"].as_object().unwrap();
+    assert_eq!(
+        properties.keys().collect::<Vec<_>>(),
+        ["text", "diagnostics"],
+        "the tool's own fields and the report, side by side"
+    );
+    assert_eq!(
+        writes["required"],
+        json!(["text"]),
+        "the report is optional"
+    );
+    assert!(
+        properties["diagnostics"]
+            .to_string()
+            .contains("\"unchecked_dependents\""),
+        "{:#}",
+        properties["diagnostics"]
+    );
+    // The same output, from a tool that writes nothing, has no report.
+    let reads = Poke.output_schema();
+    assert!(reads["properties"].get("diagnostics").is_none());
+    assert_eq!(reads["required"], json!(["text"]));
+}
