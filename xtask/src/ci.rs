@@ -29,8 +29,24 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("mypy", "mypy==2.4.1"),
 ];
 
-/// The umbrella's family features; each must build alone.
-const FAMILY_FEATURES: &[&str] = &["ask", "ast", "debug", "eval", "lsp", "vibe"];
+/// The umbrella's family features, read from its manifest (every feature but `default`);
+/// each must build alone.
+fn family_features(root: &Path) -> anyhow::Result<Vec<String>> {
+    let path = root.join("crates/agent-tools/Cargo.toml");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let manifest: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{} is not valid", path.display()))?;
+    let features = manifest
+        .get("features")
+        .and_then(|features| features.as_table())
+        .with_context(|| format!("{} has no [features]", path.display()))?;
+    Ok(features
+        .keys()
+        .filter(|name| *name != "default")
+        .cloned()
+        .collect())
+}
 
 /// The language servers the tests drive, pinned to the versions the tests were written
 /// against (their messages are part of what the tests check).
@@ -68,7 +84,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
         &["check", "-p", "agent-tools", "--no-default-features"],
         &root,
     )?;
-    for feature in FAMILY_FEATURES {
+    for feature in family_features(&root)? {
         step(
             &cargo,
             &[
@@ -77,7 +93,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
                 "agent-tools",
                 "--no-default-features",
                 "--features",
-                feature,
+                &feature,
             ],
             &root,
         )?;

@@ -8,12 +8,14 @@ use anyhow::Context;
 use serde::Deserialize;
 use tools_core::ApprovalPolicy;
 
+use crate::FAMILIES;
+use crate::families::FamilyConfigs;
+
 /// The file name looked for in the workspace root.
 pub const CONFIG_FILE: &str = "agent-tools.toml";
 
-/// The whole configuration file.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+/// The whole configuration file: the tables every run has, and each family's table.
+#[derive(Debug, Clone, Default)]
 pub struct Config {
     /// What happens to write and exec calls: `ask` (default), `allow` or `deny`.
     pub approval: Option<ApprovalPolicy>,
@@ -25,39 +27,25 @@ pub struct Config {
     pub run: RunConfig,
     /// The sandbox processes of the run start in (EVAL-9).
     pub sandbox: SandboxConfig,
-    /// Structural search: the syntax index's budget (`cache_mb`).
-    #[cfg(feature = "ast")]
-    pub ast: tools_ast::AstConfig,
-    /// A build without the `ast` feature accepts the table and ignores it.
-    #[cfg(not(feature = "ast"))]
-    pub ast: Option<toml::Table>,
-    /// Kernels: the idle window, the cap on one cell, the output cap (EVAL-8).
-    #[cfg(feature = "eval")]
-    pub eval: tools_eval::EvalConfig,
-    /// A build without the `eval` feature accepts the table and ignores it.
-    #[cfg(not(feature = "eval"))]
-    pub eval: Option<toml::Table>,
-    /// Language servers: timeouts, the restart budget, extra folders for their binaries, and
-    /// overrides of the server table (`[lsp.servers.NAME]`).
-    #[cfg(feature = "lsp")]
-    pub lsp: tools_lsp::LspConfig,
-    /// A build without the `lsp` feature accepts the table and ignores it, so one config file
-    /// serves every build.
-    #[cfg(not(feature = "lsp"))]
-    pub lsp: Option<toml::Table>,
-    /// Background workers (`[vibe]`): the command per tier, limits, the state folder.
-    #[cfg(feature = "vibe")]
-    pub vibe: tools_vibe::VibeConfig,
-    /// A build without the `vibe` feature accepts the table and ignores it.
-    #[cfg(not(feature = "vibe"))]
-    pub vibe: Option<toml::Table>,
-    /// The debugger: the session TTL (`session_ttl_seconds`, DBG-4) and its timeouts.
-    #[cfg(feature = "debug")]
-    pub debug: tools_debug::DebugConfig,
-    /// A build without the `debug` feature accepts the table and ignores it.
-    #[cfg(not(feature = "debug"))]
-    pub debug: Option<toml::Table>,
+    /// Each built-in family's table (`[ast]`, `[eval]`, `[lsp]`, `[vibe]`, `[debug]`), parsed
+    /// by the family; a build without a family accepts its table and ignores it, so one
+    /// config file serves every build.
+    pub families: FamilyConfigs,
 }
+
+/// The tables every run has; the family tables are read by each family.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+struct CoreConfig {
+    approval: Option<ApprovalPolicy>,
+    ask: AskConfig,
+    output: OutputConfig,
+    run: RunConfig,
+    sandbox: SandboxConfig,
+}
+
+/// The top-level keys of [`CoreConfig`].
+const CORE_KEYS: &[&str] = &["approval", "ask", "output", "run", "sandbox"];
 
 /// The `[ask]` table.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -169,9 +157,34 @@ impl Config {
         };
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read the config file {}", path.display()))?;
-        let config = toml::from_str(&text)
+        let config = Config::parse(&text)
             .with_context(|| format!("the config file {} is not valid", path.display()))?;
         Ok((config, Some(path)))
+    }
+
+    /// Parses a config file's text: unknown top-level keys are errors that name them and
+    /// what the file takes; each family's table is parsed and checked by the family.
+    pub fn parse(text: &str) -> anyhow::Result<Config> {
+        let top: toml::Table = toml::from_str(text)?;
+        if let Some(unknown) = top
+            .keys()
+            .find(|key| !CORE_KEYS.contains(&key.as_str()) && !FAMILIES.contains(&key.as_str()))
+        {
+            anyhow::bail!(
+                "unknown field `{unknown}`: the config file takes {} and the family tables {}",
+                CORE_KEYS.join(", "),
+                FAMILIES.join(", ")
+            );
+        }
+        let core: CoreConfig = toml::from_str(text)?;
+        Ok(Config {
+            approval: core.approval,
+            ask: core.ask,
+            output: core.output,
+            run: core.run,
+            sandbox: core.sandbox,
+            families: crate::parse_family_tables(text)?,
+        })
     }
 }
 
@@ -189,7 +202,7 @@ mod tests {
         )
         .unwrap();
         let (config, _) = Config::load(dir.path(), None).unwrap();
-        let options = config.eval.options();
+        let options = config.families.get::<tools_eval::EvalFamily>().options();
         assert_eq!(options.idle_timeout, Duration::from_secs(2));
         assert_eq!(options.max_cell, Duration::from_secs(3600));
         assert_eq!(options.max_output_bytes, 1000);
@@ -200,10 +213,11 @@ mod tests {
     fn prod_6_the_ast_table_sets_the_index_budget() {
         let dir = tempfile::tempdir().unwrap();
         let (config, _) = Config::load(dir.path(), None).unwrap();
-        assert_eq!(config.ast.cache_mb, tools_ast::DEFAULT_CACHE_MB);
+        let ast = |config: &Config| config.families.get::<tools_ast::AstFamily>();
+        assert_eq!(ast(&config).cache_mb, tools_ast::DEFAULT_CACHE_MB);
         std::fs::write(dir.path().join(CONFIG_FILE), "[ast]\ncache_mb = 0\n").unwrap();
         let (config, _) = Config::load(dir.path(), None).unwrap();
-        assert_eq!(config.ast.cache_mb, 0);
+        assert_eq!(ast(&config).cache_mb, 0);
         std::fs::write(dir.path().join(CONFIG_FILE), "[ast]\ncache = 5\n").unwrap();
         let error = Config::load(dir.path(), None).unwrap_err();
         assert!(format!("{error:#}").contains("cache"), "{error:#}");
@@ -213,7 +227,8 @@ mod tests {
     fn prod_6_no_file_means_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let (config, path) = Config::load(dir.path(), None).unwrap();
-        assert_eq!(config, Config::default());
+        assert_eq!(config.approval, None);
+        assert_eq!(config.output, OutputConfig::default());
         assert_eq!(path, None);
         assert_eq!(config.ask.expiry(), Duration::from_secs(600));
     }
@@ -262,13 +277,19 @@ mod tests {
     #[cfg(feature = "debug")]
     #[test]
     fn dbg_4_the_debug_table_sets_the_session_ttl() {
-        let config: Config =
-            toml::from_str("[debug]\nsession_ttl_seconds = 60\nstop_timeout_seconds = 5\n")
-                .unwrap();
-        assert_eq!(config.debug.session_ttl_seconds, 60);
-        assert_eq!(config.debug.stop_timeout_seconds, 5);
-        assert_eq!(Config::default().debug.session_ttl_seconds, 30 * 60);
-        assert!(toml::from_str::<Config>("[debug]\nsession_ttl = 1\n").is_err());
+        use tools_debug::DebugFamily;
+        let config =
+            Config::parse("[debug]\nsession_ttl_seconds = 60\nstop_timeout_seconds = 5\n").unwrap();
+        assert_eq!(config.families.get::<DebugFamily>().session_ttl_seconds, 60);
+        assert_eq!(config.families.get::<DebugFamily>().stop_timeout_seconds, 5);
+        let defaults = Config::default().families.get::<DebugFamily>();
+        assert_eq!(defaults.session_ttl_seconds, 30 * 60);
+        let error = format!(
+            "{:#}",
+            Config::parse("[debug]\nsession_ttl = 1\n").unwrap_err()
+        );
+        assert!(error.contains("unknown field `session_ttl`"), "{error}");
+        assert!(error.contains("line 2"), "the file's line is kept: {error}");
     }
 
     #[cfg(feature = "lsp")]
@@ -283,17 +304,18 @@ mod tests {
         )
         .unwrap();
         let (config, _) = Config::load(dir.path(), None).unwrap();
-        assert_eq!(config.lsp.request_timeout_seconds, 5);
-        assert_eq!(config.lsp.path, [PathBuf::from("tools/bin")]);
+        let lsp = config.families.get::<tools_lsp::LspFamily>();
+        assert_eq!(lsp.request_timeout_seconds, 5);
+        assert_eq!(lsp.path, [PathBuf::from("tools/bin")]);
         assert_eq!(
-            config.lsp.servers["clangd"].command,
+            lsp.servers["clangd"].command,
             Some(vec![
                 "clangd-17".to_owned(),
                 "--background-index".to_owned()
             ])
         );
         assert_eq!(
-            config.lsp.servers["rust-analyzer"].settings,
+            lsp.servers["rust-analyzer"].settings,
             Some(serde_json::json!({"rust-analyzer": {"cargo": {"features": "all"}}}))
         );
         std::fs::write(
@@ -314,11 +336,12 @@ mod tests {
         )
         .unwrap();
         let (config, _) = Config::load(dir.path(), None).unwrap();
-        assert!(config.lsp.on_write.enabled);
-        assert_eq!(config.lsp.on_write.timeout_seconds, 2.5);
-        assert!(config.lsp.on_write.warnings);
-        assert_eq!(config.lsp.on_write.per_file, 3);
-        let mut bad = config.lsp.clone();
+        let lsp = config.families.get::<tools_lsp::LspFamily>();
+        assert!(lsp.on_write.enabled);
+        assert_eq!(lsp.on_write.timeout_seconds, 2.5);
+        assert!(lsp.on_write.warnings);
+        assert_eq!(lsp.on_write.per_file, 3);
+        let mut bad = lsp.clone();
         bad.on_write.timeout_seconds = -1.0;
         let error = bad.validate().unwrap_err().to_string();
         assert!(
@@ -333,5 +356,11 @@ mod tests {
         std::fs::write(dir.path().join(CONFIG_FILE), "aproval = \"allow\"\n").unwrap();
         let error = format!("{:#}", Config::load(dir.path(), None).unwrap_err());
         assert!(error.contains("unknown field `aproval`"), "{error}");
+        assert!(
+            error.contains("approval, ask"),
+            "says what it takes: {error}"
+        );
+        // A family's table is taken by every build, with or without the family.
+        Config::parse("[vibe]\nenabled = false\n[eval]\nmax_cell_seconds = 9\n").unwrap();
     }
 }

@@ -9,6 +9,7 @@
 pub mod cli;
 mod config;
 mod elicit;
+mod families;
 mod host;
 mod mcp;
 mod runtime;
@@ -18,6 +19,7 @@ mod terminal;
 pub use crate::{
     config::{AskConfig, CONFIG_FILE, Config, OutputConfig, RunConfig, SandboxConfig},
     elicit::ElicitationPort,
+    families::FamilyConfigs,
     host::{
         ApplyPatch, ApplyPatchInput, ApplyPatchOutput, Edit, EditInput, EditOutput, PatchedFile,
         Read, ReadInput, ReadOutput, Write, WriteInput, WriteOutput,
@@ -28,16 +30,16 @@ pub use crate::{
     terminal::TerminalPort,
 };
 
-#[cfg(feature = "ask")]
-pub use tools_ask;
-#[cfg(feature = "ast")]
-pub use tools_ast;
 pub use tools_core;
-#[cfg(feature = "debug")]
-pub use tools_debug;
-#[cfg(feature = "eval")]
-pub use tools_eval;
-#[cfg(feature = "lsp")]
-pub use tools_lsp;
-#[cfg(feature = "vibe")]
-pub use tools_vibe;
+
+// The families, once: the cargo feature (in this crate's manifest) and the family type.
+// Registration, the config tables, the server's instructions and these crates' re-exports
+// are derived from this list.
+families::families! {
+    "ask" => tools_ask::AskFamily,
+    "ast" => tools_ast::AstFamily,
+    "lsp" => tools_lsp::LspFamily,
+    "eval" => tools_eval::EvalFamily,
+    "debug" => tools_debug::DebugFamily,
+    "vibe" => tools_vibe::VibeFamily,
+}

@@ -1,5 +1,6 @@
 //! Building a run: the workspace, the resources bound to it, and the families they enable.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,29 +8,27 @@ use std::time::Duration;
 use anyhow::Context;
 
 use tools_core::{
-    ApprovalPolicy, Dispatcher, DispatcherOptions, NoHuman, QuestionPort, Questions, Registry,
-    RegistryBuilder, Run, Surface, Workspace,
+    ApprovalPolicy, Binding, Dispatcher, DispatcherOptions, Family, NoHuman, QuestionPort,
+    Questions, Registry, RegistryBuilder, Run, Surface, Workspace,
 };
 
 use crate::config::Config;
+use crate::families::FamilyConfigs;
 
-/// Binds resources to a run and registers the families they make possible (CORE-1).
+/// Binds resources to a run and registers each family only when its resource is bound
+/// (CORE-1).
 pub struct RunBuilder {
     workspace: Workspace,
     questions: Option<Arc<Questions>>,
     conversation: Option<String>,
     sandbox: Option<Vec<String>>,
-    #[cfg(feature = "ast")]
-    ast: Option<(tools_ast::SearchOptions, Arc<tools_ast::SyntaxIndex>)>,
-    #[cfg(feature = "lsp")]
-    lsp: Option<tools_lsp::LspSupervisor>,
-    #[cfg(feature = "vibe")]
-    vibe: Option<(tools_vibe::VibeConfig, Surface)>,
-    #[cfg(feature = "eval")]
-    eval: Option<tools_eval::EvalOptions>,
-    #[cfg(feature = "debug")]
-    debug: Option<tools_debug::DebugSupervisor>,
+    /// The families bound so far, by name, each ready to register its tools over its
+    /// resource.
+    families: BTreeMap<&'static str, BoundFamily>,
 }
+
+/// A bound family: registers its tools over its resource.
+type BoundFamily = Box<dyn FnOnce(&mut RegistryBuilder) + Send>;
 
 impl RunBuilder {
     /// A run over `workspace` with nothing bound yet: only the host's file tools.
@@ -39,61 +38,26 @@ impl RunBuilder {
             questions: None,
             conversation: None,
             sandbox: None,
-            #[cfg(feature = "ast")]
-            ast: None,
-            #[cfg(feature = "lsp")]
-            lsp: None,
-            #[cfg(feature = "vibe")]
-            vibe: None,
-            #[cfg(feature = "eval")]
-            eval: None,
-            #[cfg(feature = "debug")]
-            debug: None,
+            families: BTreeMap::new(),
         }
     }
 
-    /// Binds a kernel factory: `eval` is registered, and the run's shutdown stops its kernels.
-    #[cfg(feature = "eval")]
-    pub fn with_eval(mut self, options: tools_eval::EvalOptions) -> Self {
-        self.eval = Some(options);
+    /// Binds family `F` to `resource` (a language-server supervisor, the kernels' bounds):
+    /// its tools are registered over it. Binding a family again replaces the first.
+    pub fn bind<F: Family>(mut self, resource: F::Resource) -> Self {
+        self.families.insert(
+            F::NAME,
+            Box::new(move |builder: &mut RegistryBuilder| {
+                crate::families::register::<F>(builder, resource)
+            }),
+        );
         self
     }
 
-    /// Binds a language-server supervisor: `lsp` and `lsp_rename` are registered (LSP-1).
-    /// Which servers can actually run is decided at call time (CORE-2).
-    #[cfg(feature = "lsp")]
-    pub fn with_lsp(mut self, supervisor: tools_lsp::LspSupervisor) -> Self {
-        self.lsp = Some(supervisor);
-        self
-    }
-
-    /// Binds a debug-session supervisor: `debug` is registered (DBG-1; the conversation id
-    /// is always there). Which adapters can run is decided at call time (CORE-2).
-    #[cfg(feature = "debug")]
-    pub fn with_debug(mut self, supervisor: tools_debug::DebugSupervisor) -> Self {
-        self.debug = Some(supervisor);
-        self
-    }
-
-    /// Binds the tree-sitter grammars: `ast_grep`, `ast_edit` and `resolve` are registered,
-    /// sharing a syntax index of at most `cache_mb` MiB for the run.
-    #[cfg(feature = "ast")]
-    pub fn with_ast(mut self, options: tools_ast::SearchOptions, cache_mb: usize) -> Self {
-        self.ast = Some((options, tools_ast::SyntaxIndex::new(cache_mb)));
-        self
-    }
-
-    /// Binds a question port: `ask_user` is registered, and the approval gate has an approver.
+    /// Binds a question port: `ask_user` can be registered (its family bound), and the
+    /// approval gate has an approver.
     pub fn with_ask(mut self, port: Arc<dyn QuestionPort>, expiry: Duration) -> Self {
         self.questions = Some(Arc::new(Questions::new(port, expiry)));
-        self
-    }
-
-    /// Switches vibe mode on: the five `vibe_*` tools are registered (VIBE-1), and workers get
-    /// at most `surface` (the surface of the run that spawns them).
-    #[cfg(feature = "vibe")]
-    pub fn with_vibe(mut self, config: tools_vibe::VibeConfig, surface: Surface) -> Self {
-        self.vibe = Some((config, surface));
         self
     }
 
@@ -109,7 +73,8 @@ impl RunBuilder {
         self
     }
 
-    /// The registry of every tool whose resource is bound.
+    /// The registry of every tool whose resource is bound: the host's file tools, then each
+    /// bound family in the order of the family list.
     pub fn registry(self) -> Registry {
         let mut run = Run::new(self.workspace)
             .with_questions(self.questions)
@@ -118,85 +83,33 @@ impl RunBuilder {
             run = run.with_conversation(id);
         }
         let mut builder = RegistryBuilder::new(run);
+        builder.family("host", "file tools");
         crate::host::register(&mut builder);
-        #[cfg(feature = "ask")]
-        tools_ask::register(&mut builder);
-        #[cfg(feature = "ast")]
-        if let Some((options, index)) = self.ast {
-            tools_ast::register(&mut builder, options, index);
-        }
-        #[cfg(feature = "lsp")]
-        if let Some(supervisor) = &self.lsp {
-            tools_lsp::register(&mut builder, supervisor);
-        }
-        #[cfg(feature = "vibe")]
-        if let Some((config, surface)) = self.vibe {
-            let run = builder.run();
-            let roster = tools_vibe::Roster::new(
-                config,
-                run.workspace.root(),
-                &run.conversation,
-                surface,
-                run.sandbox.clone(),
-            );
-            tools_vibe::register(&mut builder, &roster);
-        }
-        #[cfg(feature = "eval")]
-        if let Some(options) = self.eval {
-            tools_eval::register(&mut builder, options);
-        }
-        #[cfg(feature = "debug")]
-        if let Some(supervisor) = &self.debug {
-            tools_debug::register(&mut builder, supervisor);
+        let mut families: Vec<_> = self.families.into_iter().collect();
+        families.sort_by_key(|(name, _)| crate::FAMILIES.iter().position(|f| f == name));
+        for (_, register) in families {
+            register(&mut builder);
         }
         builder.build()
     }
 }
 
-/// Every tool this build can serve, with every resource bound, for docs and `agent-tools tools`.
+/// Every tool this build can serve, with every family bound from its defaults, for docs and
+/// `agent-tools tools`. Nothing starts and the syntax index holds nothing.
 pub fn catalog() -> anyhow::Result<Registry> {
     // The workspace is never touched when listing; the temp folder is one that exists.
     let workspace = Workspace::new(std::env::temp_dir())?;
+    let root = workspace.root().to_path_buf();
     let port = Arc::new(NoHuman {
         reason: "listing tools only".to_owned(),
     });
-    let builder = with_every_factory(with_every_family(RunBuilder::new(workspace)), None)
-        .with_ask(port, Duration::from_secs(1));
-    // No server starts: a supervisor does nothing until a call needs it.
-    #[cfg(feature = "lsp")]
-    let builder = {
-        let root = builder.workspace.root().to_path_buf();
-        builder.with_lsp(tools_lsp::LspSupervisor::new(
-            root,
-            tools_lsp::LspConfig::default(),
-        )?)
+    let builder = RunBuilder::new(workspace).with_ask(port, Duration::from_secs(1));
+    let binding = Binding {
+        root: &root,
+        surface: Surface::Full,
+        listing: true,
     };
-    #[cfg(feature = "vibe")]
-    let builder = builder.with_vibe(tools_vibe::VibeConfig::default(), Surface::Full);
-    Ok(builder.registry())
-}
-
-/// Binds every family whose resource needs nothing from the caller.
-fn with_every_family(builder: RunBuilder) -> RunBuilder {
-    // No adapter starts: a supervisor does nothing until `launch`.
-    #[cfg(feature = "debug")]
-    let builder = builder.with_debug(tools_debug::DebugSupervisor::new(Default::default()));
-    builder
-}
-
-/// [`with_every_family`] plus the families whose resource is configured (the kernels, the
-/// grammars with their syntax index), which are bound to served runs and to the catalog
-/// alike; the catalog's index holds nothing.
-fn with_every_factory(builder: RunBuilder, settings: Option<&Settings>) -> RunBuilder {
-    let _ = settings;
-    #[cfg(feature = "ast")]
-    let builder = builder.with_ast(
-        tools_ast::SearchOptions::default(),
-        settings.map_or(0, |s| s.ast.cache_mb),
-    );
-    #[cfg(feature = "eval")]
-    let builder = builder.with_eval(settings.map(|s| s.eval).unwrap_or_default());
-    builder
+    Ok(crate::bind_families(builder, &FamilyConfigs::default(), &binding)?.registry())
 }
 
 /// What a caller chooses about a run before the config file is read: the flags of `serve`
@@ -238,21 +151,8 @@ pub struct Settings {
     pub sandbox: Option<Vec<String>>,
     /// How the operator allows write and exec calls, for refusals to say.
     pub how_to_allow: String,
-    /// The language servers' configuration.
-    #[cfg(feature = "lsp")]
-    pub lsp: tools_lsp::LspConfig,
-    /// Background workers; vibe mode is on when `enabled` (or `serve --vibe`).
-    #[cfg(feature = "vibe")]
-    pub vibe: tools_vibe::VibeConfig,
-    /// The kernels' bounds.
-    #[cfg(feature = "eval")]
-    pub eval: tools_eval::EvalOptions,
-    /// The syntax index's budget.
-    #[cfg(feature = "ast")]
-    pub ast: tools_ast::AstConfig,
-    /// The debugger's configuration.
-    #[cfg(feature = "debug")]
-    pub debug: tools_debug::DebugConfig,
+    /// Each built-in family's config table (`[lsp]`, `[eval]`, …), parsed and checked.
+    pub families: FamilyConfigs,
 }
 
 impl Settings {
@@ -274,16 +174,7 @@ impl Settings {
             shutdown_bound: config.run.shutdown()?,
             sandbox: Some(config.sandbox.command.clone()).filter(|argv| !argv.is_empty()),
             how_to_allow: tools_core::ALLOW_WITH_FLAG.to_owned(),
-            #[cfg(feature = "lsp")]
-            lsp: config.lsp.clone(),
-            #[cfg(feature = "vibe")]
-            vibe: config.vibe.clone(),
-            #[cfg(feature = "eval")]
-            eval: config.eval.options(),
-            #[cfg(feature = "ast")]
-            ast: config.ast.clone(),
-            #[cfg(feature = "debug")]
-            debug: config.debug.clone(),
+            families: config.families.clone(),
         })
     }
 
@@ -303,26 +194,22 @@ impl Settings {
         }
         #[allow(unused_mut)]
         let mut settings = Settings::new(root, &config, options.surface, options.approval)?;
+        // `--vibe` and `--state-dir` are flags of the command line over the `[vibe]` table.
         #[cfg(feature = "vibe")]
         {
-            settings.vibe.enabled |= options.vibe;
+            use tools_vibe::VibeFamily;
+            let mut vibe = settings.families.get::<VibeFamily>();
+            vibe.enabled |= options.vibe;
             if let Some(dir) = &options.state_dir {
-                settings.vibe.state_dir = Some(dir.clone());
+                vibe.state_dir = Some(dir.clone());
             }
+            settings.families.set::<VibeFamily>(vibe);
         }
         #[cfg(not(feature = "vibe"))]
         if options.vibe {
             anyhow::bail!("this build has no vibe feature; rebuild with `--features vibe`");
         }
-        settings.check()?;
         Ok(settings)
-    }
-
-    /// Checks what can be checked before a run starts (the language-server table).
-    pub fn check(&self) -> anyhow::Result<()> {
-        #[cfg(feature = "lsp")]
-        self.lsp.validate()?;
-        Ok(())
     }
 
     /// A dispatcher for these settings, with `port` as the question port if there is one.
@@ -336,31 +223,7 @@ impl Settings {
         port: Option<Arc<dyn QuestionPort>>,
         conversation: &str,
     ) -> anyhow::Result<Dispatcher> {
-        let workspace = Workspace::new(&self.root)?;
-        let mut builder =
-            with_every_factory(with_every_family(RunBuilder::new(workspace)), Some(self))
-                .with_conversation(conversation)
-                .with_sandbox(self.sandbox.clone());
-        if let Some(port) = port {
-            builder = builder.with_ask(port, self.ask_expiry);
-        }
-        // The supervisor is always bound; servers are decided at call time (CORE-2), so a
-        // workspace with no usable server still has `lsp status` to say why.
-        #[cfg(feature = "lsp")]
-        {
-            let supervisor =
-                tools_lsp::LspSupervisor::new(builder.workspace.root(), self.lsp.clone())?;
-            builder = builder.with_lsp(supervisor);
-        }
-        #[cfg(feature = "vibe")]
-        if self.vibe.enabled {
-            builder = builder.with_vibe(self.vibe.clone(), self.surface);
-        }
-        // One supervisor per dispatcher, so per conversation (DBG-4).
-        #[cfg(feature = "debug")]
-        {
-            builder = builder.with_debug(tools_debug::DebugSupervisor::new(self.debug.clone()));
-        }
+        let registry = self.registry(port, conversation)?;
         let options = DispatcherOptions {
             surface: self.surface,
             approval: self.approval,
@@ -368,7 +231,31 @@ impl Settings {
             cancel_grace: self.cancel_grace,
             how_to_allow: self.how_to_allow.clone(),
         };
-        Ok(Dispatcher::new(builder.registry(), options))
+        Ok(Dispatcher::new(registry, options))
+    }
+
+    /// The registry of a run with these settings: every built-in family its config leaves
+    /// on, over the question port `port` if there is one, for conversation `conversation`.
+    /// Nothing starts until a call needs it (CORE-2).
+    pub fn registry(
+        &self,
+        port: Option<Arc<dyn QuestionPort>>,
+        conversation: &str,
+    ) -> anyhow::Result<Registry> {
+        let workspace = Workspace::new(&self.root)?;
+        let root = workspace.root().to_path_buf();
+        let mut builder = RunBuilder::new(workspace)
+            .with_conversation(conversation)
+            .with_sandbox(self.sandbox.clone());
+        if let Some(port) = port {
+            builder = builder.with_ask(port, self.ask_expiry);
+        }
+        let binding = Binding {
+            root: &root,
+            surface: self.surface,
+            listing: false,
+        };
+        Ok(crate::bind_families(builder, &self.families, &binding)?.registry())
     }
 }
 
@@ -380,23 +267,33 @@ mod tests {
         registry.specs().map(|spec| spec.name).collect()
     }
 
+    #[cfg(feature = "ask")]
     #[test]
     fn core_1_ask_user_is_registered_only_with_a_question_port() {
+        use tools_ask::AskFamily;
         let dir = tempfile::tempdir().unwrap();
         let bare = RunBuilder::new(Workspace::new(dir.path()).unwrap()).registry();
         assert_eq!(names(&bare), ["apply_patch", "edit", "read", "write"]);
+        let no_port = RunBuilder::new(Workspace::new(dir.path()).unwrap())
+            .bind::<AskFamily>(())
+            .registry();
+        assert_eq!(names(&no_port), ["apply_patch", "edit", "read", "write"]);
+        assert_eq!(
+            no_port.families().map(|f| f.name).collect::<Vec<_>>(),
+            ["host"],
+            "a family that registered nothing is not listed"
+        );
         let port = Arc::new(NoHuman {
             reason: "test".into(),
         });
         let bound = RunBuilder::new(Workspace::new(dir.path()).unwrap())
             .with_ask(port, Duration::from_secs(1))
+            .bind::<AskFamily>(())
             .registry();
-        let expected: &[&str] = if cfg!(feature = "ask") {
-            &["apply_patch", "ask_user", "edit", "read", "write"]
-        } else {
-            &["apply_patch", "edit", "read", "write"]
-        };
-        assert_eq!(names(&bound), expected);
+        assert_eq!(
+            names(&bound),
+            ["apply_patch", "ask_user", "edit", "read", "write"]
+        );
     }
 
     #[test]
@@ -459,7 +356,9 @@ mod tests {
         let supervisor =
             tools_lsp::LspSupervisor::new(workspace.root(), tools_lsp::LspConfig::default())
                 .unwrap();
-        let bound = RunBuilder::new(workspace).with_lsp(supervisor).registry();
+        let bound = RunBuilder::new(workspace)
+            .bind::<tools_lsp::LspFamily>(supervisor)
+            .registry();
         assert_eq!(
             names(&bound),
             [
@@ -482,7 +381,7 @@ mod tests {
         assert!(bare.spec("debug").is_none());
         let bound = RunBuilder::new(Workspace::new(dir.path()).unwrap())
             .with_conversation("c1")
-            .with_debug(tools_debug::DebugSupervisor::new(Default::default()))
+            .bind::<tools_debug::DebugFamily>(tools_debug::DebugSupervisor::new(Default::default()))
             .registry();
         assert_eq!(
             names(&bound),
@@ -500,7 +399,10 @@ mod tests {
         let bare = RunBuilder::new(Workspace::new(dir.path()).unwrap()).registry();
         assert!(bare.spec("ast_grep").is_none());
         let bound = RunBuilder::new(Workspace::new(dir.path()).unwrap())
-            .with_ast(tools_ast::SearchOptions::default(), 0)
+            .bind::<tools_ast::AstFamily>((
+                tools_ast::SearchOptions::default(),
+                tools_ast::SyntaxIndex::new(0),
+            ))
             .registry();
         assert_eq!(
             names(&bound),

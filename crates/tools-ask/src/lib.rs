@@ -4,8 +4,11 @@
 //! shows its permission cards through the same port (ASK-4).
 
 mod ask_user;
+mod family;
 
 pub use crate::ask_user::{AskOption, AskUser, AskUserInput, AskUserOutput, Outcome};
+
+pub use crate::family::AskFamily;
 
 use tools_core::RegistryBuilder;
 

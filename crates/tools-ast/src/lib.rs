@@ -10,11 +10,14 @@
 mod ast_edit;
 mod ast_grep;
 mod compile;
+mod family;
 mod index;
 mod language;
 mod resolve;
 mod search;
 mod staging;
+
+pub use crate::family::AstFamily;
 
 use std::sync::Arc;
 

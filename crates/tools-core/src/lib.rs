@@ -9,6 +9,7 @@ mod approval;
 mod context;
 mod dispatch;
 mod error;
+mod family;
 mod question;
 mod registry;
 mod schema;
@@ -26,8 +27,9 @@ pub use crate::{
         Next, ShutdownSummary, ToolCall, Wrapper,
     },
     error::{ArgumentError, Error, Result, ToolError},
+    family::{BindError, Binding, Family, NoConfig},
     question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
-    registry::{Registry, RegistryBuilder, Run, Shutdown, ToolSpec},
+    registry::{FamilyTools, Registry, RegistryBuilder, Run, Shutdown, ToolSpec},
     schema::{
         output_schema_for, schema_for, schema_signature, strict_schema, type_signature,
         without_descriptions,

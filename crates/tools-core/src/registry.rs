@@ -155,6 +155,18 @@ pub struct RegistryBuilder {
     run: Run,
     tools: BTreeMap<&'static str, Registered>,
     wrappers: Vec<Arc<dyn Wrapper>>,
+    families: Vec<FamilyTools>,
+}
+
+/// One family of a registry and the tools it registered, in registration order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FamilyTools {
+    /// The family's name (`lsp`; `host` for the umbrella's file tools).
+    pub name: &'static str,
+    /// What it is.
+    pub about: &'static str,
+    /// The names of its tools, in the order registered.
+    pub tools: Vec<&'static str>,
 }
 
 impl RegistryBuilder {
@@ -164,7 +176,18 @@ impl RegistryBuilder {
             run,
             tools: BTreeMap::new(),
             wrappers: Vec::new(),
+            families: Vec::new(),
         }
+    }
+
+    /// Starts family `name`: the tools registered from now on are its tools.
+    pub fn family(&mut self, name: &'static str, about: &'static str) -> &mut Self {
+        self.families.push(FamilyTools {
+            name,
+            about,
+            tools: Vec::new(),
+        });
+        self
     }
 
     /// The run being built, so a family can check what is bound.
@@ -192,6 +215,9 @@ impl RegistryBuilder {
                     spec.name
                 ),
             };
+        if let Some(family) = self.families.last_mut() {
+            family.tools.push(spec.name);
+        }
         self.tools.insert(
             spec.name,
             Registered {
@@ -216,6 +242,7 @@ impl RegistryBuilder {
             run: Arc::new(self.run),
             tools: self.tools,
             wrappers: self.wrappers,
+            families: self.families,
         }
     }
 }
@@ -225,9 +252,18 @@ pub struct Registry {
     pub(crate) run: Arc<Run>,
     pub(crate) tools: BTreeMap<&'static str, Registered>,
     pub(crate) wrappers: Vec<Arc<dyn Wrapper>>,
+    families: Vec<FamilyTools>,
 }
 
 impl Registry {
+    /// The families that registered tools, in registration order; a family that registered
+    /// none (`ask` with no question port) is left out.
+    pub fn families(&self) -> impl Iterator<Item = &FamilyTools> {
+        self.families
+            .iter()
+            .filter(|family| !family.tools.is_empty())
+    }
+
     /// The run the tools belong to.
     pub fn run(&self) -> &Arc<Run> {
         &self.run

@@ -9,6 +9,7 @@ mod adapters;
 mod dap;
 mod debug;
 mod error;
+mod family;
 mod session;
 mod supervisor;
 mod transport;
@@ -22,6 +23,8 @@ pub use crate::{
     error::{Error, Result},
     supervisor::{DebugConfig, DebugSupervisor},
 };
+
+pub use crate::family::DebugFamily;
 
 use std::sync::Arc;
 

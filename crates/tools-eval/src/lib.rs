@@ -9,6 +9,7 @@
 //! cell's `tool()` goes through the run's bridge (CORE-8), never to a tool directly.
 
 mod eval;
+mod family;
 mod kernel;
 mod kernels;
 mod transcript;
@@ -17,6 +18,8 @@ pub use crate::{
     eval::{Eval, EvalInput, EvalOutput, Language},
     kernels::Kernels,
 };
+
+pub use crate::family::EvalFamily;
 
 use std::time::Duration;
 

@@ -11,6 +11,7 @@ mod config;
 mod discovery;
 mod edit;
 mod error;
+mod family;
 mod includes;
 mod leftovers;
 mod lsp;
@@ -40,6 +41,8 @@ pub use crate::{
     render::Place,
     supervisor::{LspSupervisor, ServerReport, SessionReport},
 };
+
+pub use crate::family::LspFamily;
 
 use std::sync::Arc;
 

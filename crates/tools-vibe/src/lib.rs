@@ -2,6 +2,7 @@
 //! and `vibe_list`, registered only while vibe mode is on (VIBE-1). All five are read tier:
 //! the approval gate sits on the workers' own tools, where the editing happens.
 
+mod family;
 mod roster;
 mod tools;
 
@@ -10,6 +11,8 @@ pub use crate::tools::{
     VibeKill, VibeKillInput, VibeList, VibeListInput, VibeListOutput, VibeSend, VibeSendInput,
     VibeSpawn, VibeSpawnInput, VibeWait, VibeWaitInput, WorkerView,
 };
+
+pub use crate::family::VibeFamily;
 
 use std::sync::Arc;
 

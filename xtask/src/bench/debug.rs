@@ -151,7 +151,7 @@ async fn through_tool(fixture: &Fixture) -> anyhow::Result<(Duration, Vec<Durati
     let workspace = Workspace::new(&fixture.root)?;
     let supervisor = DebugSupervisor::new(DebugConfig::default());
     let registry = RunBuilder::new(workspace)
-        .with_debug(supervisor.clone())
+        .bind::<agent_tools::tools_debug::DebugFamily>(supervisor.clone())
         .registry();
     let dispatcher = Dispatcher::new(
         registry,

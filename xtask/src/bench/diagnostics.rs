@@ -166,7 +166,9 @@ async fn bench(project: &Project) -> anyhow::Result<()> {
     let workspace = Workspace::new(&ours_root)?;
     let supervisor = LspSupervisor::new(workspace.root(), project.config.clone())?;
     let dispatcher = Dispatcher::new(
-        RunBuilder::new(workspace).with_lsp(supervisor).registry(),
+        RunBuilder::new(workspace)
+            .bind::<agent_tools::tools_lsp::LspFamily>(supervisor)
+            .registry(),
         DispatcherOptions {
             approval: ApprovalPolicy::Allow,
             ..DispatcherOptions::default()

@@ -61,7 +61,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
 /// A dispatcher with `eval` bound over a fresh temp workspace whose `.venv` is the project's.
 fn dispatcher(root: &std::path::Path) -> anyhow::Result<Dispatcher> {
     let registry = RunBuilder::new(Workspace::new(root)?)
-        .with_eval(EvalOptions::default())
+        .bind::<agent_tools::tools_eval::EvalFamily>(EvalOptions::default())
         .registry();
     Ok(Dispatcher::new(
         registry,

@@ -38,7 +38,7 @@ async fn lsp() -> anyhow::Result<()> {
     let workspace = Workspace::new(&root)?;
     let supervisor = LspSupervisor::new(workspace.root(), LspConfig::default())?;
     let registry = RunBuilder::new(workspace)
-        .with_lsp(supervisor.clone())
+        .bind::<agent_tools::tools_lsp::LspFamily>(supervisor.clone())
         .registry();
     let dispatcher = Dispatcher::new(
         registry,

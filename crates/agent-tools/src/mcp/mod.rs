@@ -145,47 +145,26 @@ impl McpServer {
     /// cards and long calls appear.
     fn instructions(&self) -> String {
         let settings = &self.settings;
-        // Each family present: what it is, and which of its calls may run long.
-        let present: [(bool, &str, Option<&str>); 7] = [
-            (
-                true,
-                "host file tools (read, write, edit, apply_patch)",
-                None,
+        // The families and long calls of the run these settings build, from each tool's
+        // spec: a family the config leaves off (vibe) is not named.
+        let port = Arc::new(tools_core::NoHuman {
+            reason: "listing the families only".to_owned(),
+        });
+        let registry = settings.registry(Some(port), &self.conversation);
+        let (families, long) = match &registry {
+            Ok(registry) => (
+                registry
+                    .families()
+                    .map(|family| format!("{} ({})", family.tools.join(", "), family.about))
+                    .collect(),
+                registry
+                    .specs()
+                    .filter(|spec| spec.may_run_long)
+                    .map(|spec| spec.name)
+                    .collect(),
             ),
-            (
-                cfg!(feature = "ask"),
-                "ask_user (questions to the person, when the client takes elicitation)",
-                None,
-            ),
-            (
-                cfg!(feature = "lsp"),
-                "lsp, lsp_rename, lsp_code_action (the project's language servers)",
-                Some("lsp diagnostics over \"*\""),
-            ),
-            (
-                cfg!(feature = "ast"),
-                "ast_grep, ast_edit, resolve (structural search and staged rewrites)",
-                None,
-            ),
-            (
-                cfg!(feature = "eval"),
-                "eval (persistent Python and JavaScript kernels)",
-                Some("eval"),
-            ),
-            (
-                cfg!(feature = "debug"),
-                "debug (a debugger over DAP)",
-                Some("debug launch/attach/continue/step_*"),
-            ),
-            (
-                cfg!(feature = "vibe") && settings_vibe_enabled(settings),
-                "vibe_* (background workers)",
-                Some("vibe_wait"),
-            ),
-        ];
-        let present = present.iter().filter(|(on, ..)| *on);
-        let families: Vec<&str> = present.clone().map(|(_, family, _)| *family).collect();
-        let long: Vec<&str> = present.filter_map(|(_, _, long)| *long).collect();
+            Err(error) => (vec![format!("none: {error:#}")], Vec::new()),
+        };
         let surface = match settings.surface {
             Surface::Full => "full: read, write and exec tools are listed",
             Surface::Plan => "plan: only read tools are listed",
@@ -203,8 +182,8 @@ impl McpServer {
         let long = match long.is_empty() {
             true => String::new(),
             false => format!(
-                "\nLong calls ({}) report progress to a call that sent a progress token, at \
-                 least every {} s, and become tasks (io.modelcontextprotocol/tasks) when a \
+                "\nCalls of {} may run long: they report progress to a call that sent a \
+                 progress token, at least every {} s, and become tasks (io.modelcontextprotocol/tasks) when a \
                  2026-07-28 request declares that extension: after {} s, or at once when they \
                  raise a card; a 2025-11-25 client gets them as tasks when it sends params.task \
                  (tools with execution.taskSupport), else as results when they end.",
@@ -224,16 +203,6 @@ impl McpServer {
             families.join("; "),
         )
     }
-}
-
-#[cfg(feature = "vibe")]
-fn settings_vibe_enabled(settings: &Settings) -> bool {
-    settings.vibe.enabled
-}
-
-#[cfg(not(feature = "vibe"))]
-fn settings_vibe_enabled(_settings: &Settings) -> bool {
-    false
 }
 
 impl ServerHandler for McpServer {

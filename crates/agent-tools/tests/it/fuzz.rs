@@ -323,12 +323,12 @@ fn every_tool(root: &Path, state: &Path) -> tools_core::Registry {
     let supervisor =
         tools_lsp::LspSupervisor::new(workspace.root(), tools_lsp::LspConfig::default()).unwrap();
     RunBuilder::new(workspace)
-        .with_ast(
+        .bind::<tools_ast::AstFamily>((
             tools_ast::SearchOptions::default(),
-            tools_ast::DEFAULT_CACHE_MB,
-        )
-        .with_lsp(supervisor)
-        .with_vibe(
+            tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB),
+        ))
+        .bind::<tools_lsp::LspFamily>(supervisor)
+        .bind::<tools_vibe::VibeFamily>((
             tools_vibe::VibeConfig {
                 fast: vec!["cat".into()],
                 good: vec!["cat".into()],
@@ -337,7 +337,8 @@ fn every_tool(root: &Path, state: &Path) -> tools_core::Registry {
                 ..Default::default()
             },
             tools_core::Surface::Full,
-        )
+        ))
+        .bind::<tools_ask::AskFamily>(())
         .with_ask(
             Arc::new(NoHuman {
                 reason: "the fuzz test has no person".into(),
