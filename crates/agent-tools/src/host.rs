@@ -109,7 +109,7 @@ pub(crate) mod test_support {
         /// Files from `//- /path` headers, as in rust-analyzer's fixtures.
         pub(crate) fn new(files: &str) -> Fixture {
             let dir = tempfile::tempdir().unwrap();
-            tools_core::testing::write_fixture(dir.path(), files).unwrap();
+            tools_test_support::write_fixture(dir.path(), files).unwrap();
             let workspace = Workspace::new(dir.path()).unwrap();
             let mut builder = RegistryBuilder::new(Run::new(workspace));
             super::register(&mut builder);

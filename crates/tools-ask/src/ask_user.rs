@@ -227,23 +227,10 @@ pub(crate) fn humanise(duration: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use futures::future::BoxFuture;
     use std::time::Duration;
-    use tools_core::{QuestionPort, Run, Workspace};
+    use tools_core::{Run, Workspace};
 
-    struct Scripted(Answer, std::sync::Mutex<Vec<Card>>);
-    impl QuestionPort for Scripted {
-        fn ask(&self, card: Card) -> BoxFuture<'_, Answer> {
-            self.1.lock().unwrap().push(card);
-            let answer = self.0.clone();
-            Box::pin(async move {
-                if answer == Answer::Expired {
-                    futures::future::pending::<()>().await;
-                }
-                answer
-            })
-        }
-    }
+    use tools_test_support::Scripted;
 
     fn input(value: serde_json::Value) -> AskUserInput {
         serde_json::from_value(value).unwrap()
@@ -253,14 +240,14 @@ mod tests {
         answer: Answer,
         value: serde_json::Value,
     ) -> (Result<ToolOutput<AskUserOutput>, ToolError>, Vec<Card>) {
-        let port = Arc::new(Scripted(answer, Default::default()));
+        let port = Arc::new(Scripted::new(answer));
         let questions = Arc::new(Questions::new(port.clone(), Duration::from_millis(30)));
         let context = CallContext::detached(Arc::new(
             Run::new(Workspace::new(std::env::temp_dir()).unwrap())
                 .with_questions(Some(questions.clone())),
         ));
         let result = AskUser::new(questions).call(context, input(value)).await;
-        let cards = port.1.lock().unwrap().clone();
+        let cards = port.cards();
         (result, cards)
     }
 

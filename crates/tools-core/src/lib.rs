@@ -13,7 +13,6 @@ mod family;
 mod question;
 mod registry;
 mod schema;
-pub mod testing;
 mod tier;
 mod tool;
 mod workspace;

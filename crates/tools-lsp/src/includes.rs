@@ -351,7 +351,7 @@ mod tests {
     fn a_header_is_included_by_the_units_that_reach_it_through_other_headers() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        tools_core::testing::write_fixture(
+        tools_test_support::write_fixture(
             &root,
             r#"
 //- /lib/api.h

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use crate::lsp::{available, repo_root};
 use crate::support::{MARK, unique_mark, until_processes};
+use tools_test_support::{repo_root, require};
 
 /// The SDK version `cargo xtask setup` installs under `.tools/node`.
 const SDK: &str = "1.32.2";
@@ -23,8 +23,8 @@ async fn the_typescript_sdk_lists_calls_answers_a_card_and_runs_tasks() {
         .arg("--version")
         .output()
         .is_ok_and(|out| out.status.success());
-    if !available("node", node, "apt-get install nodejs")
-        || !available(
+    if !require("node", node, "apt-get install nodejs")
+        || !require(
             "the MCP TypeScript SDK",
             sdk_installed(&modules),
             &format!("npm install --prefix .tools/node @modelcontextprotocol/sdk@{SDK}"),
@@ -122,7 +122,7 @@ async fn the_inspector_cli_lists_strictly_and_calls_the_matrix() {
             .join(".tools/inspector/node_modules/@modelcontextprotocol/inspector/package.json"),
     )
     .is_ok_and(|package| package.contains(&format!("\"version\": \"{INSPECTOR}\"")));
-    if !available(
+    if !require(
         "the MCP Inspector",
         installed,
         &format!(

@@ -9,8 +9,8 @@ use std::time::Duration;
 use rmcp::model::TaskPayload;
 use serde_json::{Value, json};
 
-use crate::lsp::{available, repo_root, write_files};
 use crate::support::{Client, Server, is_error, text, until_processes};
+use tools_test_support::{repo_root, require, write_files};
 
 /// Whether the test venv has debugpy (said loudly when not; fails under `CI=true`).
 fn debugpy_available() -> bool {
@@ -18,12 +18,12 @@ fn debugpy_available() -> bool {
         .args(["-c", "import debugpy"])
         .output()
         .is_ok_and(|out| out.status.success());
-    available("debugpy", installed, ".venv/bin/pip install debugpy")
+    require("debugpy", installed, ".venv/bin/pip install debugpy")
 }
 
 fn lldb_available() -> bool {
     let installed = which("lldb-dap-19") || which("lldb-dap");
-    available(
+    require(
         "lldb-dap",
         installed && which("gcc"),
         "apt-get install lldb-19 gcc",
@@ -31,7 +31,7 @@ fn lldb_available() -> bool {
 }
 
 fn delve_available() -> bool {
-    available(
+    require(
         "delve",
         which("dlv") && which("go"),
         "apt-get install delve golang-go",

@@ -11,8 +11,8 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, Request}
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 
-use crate::lsp::{available, repo_root, write_files};
 use crate::support::{Client, Person, Server, is_error, text, until_processes};
+use tools_test_support::{repo_root, require, write_files};
 
 /// Whether the test venv has what the Python tests import (said loudly when not; fails under
 /// `CI=true`).
@@ -21,7 +21,7 @@ pub(crate) fn python_ready() -> bool {
         .args(["-c", "import pandas, matplotlib, tabulate"])
         .output()
         .is_ok_and(|out| out.status.success());
-    available(
+    require(
         "the test venv's pandas, matplotlib and tabulate",
         ready,
         ".venv/bin/pip install pandas matplotlib tabulate",
@@ -34,7 +34,7 @@ fn node_ready() -> bool {
         .arg("--version")
         .output()
         .is_ok_and(|out| out.status.success());
-    available("node", ready, "apt-get install nodejs")
+    require("node", ready, "apt-get install nodejs")
 }
 
 /// A workspace whose `.venv` is the test venv, with an idle window of `idle_seconds`: 2 for
@@ -645,7 +645,7 @@ fn bwrap_ready() -> bool {
         .args(["--dev-bind", "/", "/", "--unshare-pid", "--", "true"])
         .output()
         .is_ok_and(|out| out.status.success());
-    available("bubblewrap", ready, "apt-get install bubblewrap")
+    require("bubblewrap", ready, "apt-get install bubblewrap")
 }
 
 #[tokio::test]

@@ -12,9 +12,9 @@ use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::lsp::{
-    basedpyright_available, config, rust_analyzer_available, rust_project, write_files,
-};
+use tools_test_support::write_files;
+
+use crate::lsp::{basedpyright_available, config, rust_analyzer_available, rust_project};
 use crate::support::{Client, MARK, Server, marked_processes, unique_mark, until_processes};
 
 /// A Python project whose check takes long enough to be interrupted: many modules.

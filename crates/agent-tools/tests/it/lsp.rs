@@ -6,52 +6,18 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use tools_test_support::{LanguageServer, available, repo_root, write_files};
+
 use crate::support::{Client, Server, is_error, text};
-
-pub(crate) fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-pub(crate) fn available(name: &str, installed: bool, install: &str) -> bool {
-    if installed {
-        return true;
-    }
-    let message =
-        format!("{name} is not installed; `cargo xtask ci` installs it, or run: {install}");
-    if std::env::var("CI").is_ok_and(|value| value == "true") {
-        panic!("{message}");
-    }
-    eprintln!("\n!!!!!!!! SKIPPED: {message} !!!!!!!!\n");
-    false
-}
 
 /// Whether rust-analyzer runs here (said loudly when not; fails under `CI=true`).
 pub(crate) fn rust_analyzer_available() -> bool {
-    let installed = std::process::Command::new("rustup")
-        .args(["which", "rust-analyzer"])
-        .current_dir(repo_root())
-        .output()
-        .is_ok_and(|out| out.status.success());
-    available(
-        "rust-analyzer",
-        installed,
-        "rustup component add rust-analyzer rust-src",
-    )
+    available(LanguageServer::RustAnalyzer)
 }
 
 /// Whether the test command's basedpyright is installed (as above).
 pub(crate) fn basedpyright_available() -> bool {
-    let installed = repo_root()
-        .join(".venv/bin/basedpyright-langserver")
-        .is_file();
-    available(
-        "basedpyright",
-        installed,
-        "python3 -m venv .venv && .venv/bin/pip install basedpyright",
-    )
+    available(LanguageServer::Basedpyright)
 }
 
 /// An empty temp folder (and its canonical path) with this workspace's toolchain pin, for a
@@ -65,14 +31,6 @@ pub(crate) fn rust_project() -> (tempfile::TempDir, PathBuf) {
     )
     .unwrap();
     (dir, root)
-}
-
-pub(crate) fn write_files(root: &Path, files: &[(&str, &str)]) {
-    for (path, text) in files {
-        let full = root.join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, text).unwrap();
-    }
 }
 
 /// The config every fixture gets: the test command's tool folders, and for Rust a target

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::lsp::{
-    basedpyright_available, config, rust_analyzer_available, rust_project, start, write_files,
-};
+use tools_test_support::write_files;
+
+use crate::lsp::{basedpyright_available, config, rust_analyzer_available, rust_project, start};
 use crate::support::{Server, is_error, text};
 
 /// Calls a writing tool, which must succeed; returns its text and its `diagnostics` object

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::lsp::{
-    basedpyright_available, rust_analyzer_available, rust_project, start, write_files,
-};
+use tools_test_support::write_files;
+
+use crate::lsp::{basedpyright_available, rust_analyzer_available, rust_project, start};
 use crate::on_write::{edit, introduced, listed, on_write_config, write_call};
 use crate::support::{Server, is_error, text};
 
@@ -41,7 +41,7 @@ fn clangd_available() -> bool {
         .arg("--version")
         .output()
         .is_ok_and(|out| out.status.success());
-    crate::lsp::available("clangd", installed, "apt-get install -y clangd")
+    tools_test_support::require("clangd", installed, "apt-get install -y clangd")
 }
 
 const RUST_LIB: &str = "pub mod calls;\n\npub fn add(left: u32, right: u32) -> u32 {\n    left + right\n}\n\npub fn uses() -> u32 {\n    let a = add(1, 1);\n    let b = add(2, 2);\n    let c = add(3, 3);\n    let d = add(4, 4);\n    let e = add(5, 5);\n    a + b + c + d + e\n}\n\npub fn check(value: u32) -> u32 {\n    value\n}\n\npub fn steps() -> u32 {\n    let step = 1;\n    step + 1\n}\n";

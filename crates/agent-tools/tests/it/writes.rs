@@ -8,7 +8,9 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::lsp::{basedpyright_available, config, write_files};
+use tools_test_support::write_files;
+
+use crate::lsp::{basedpyright_available, config};
 use crate::support::{Client, Server, is_error, text};
 
 async fn start(root: &Path) -> Server {

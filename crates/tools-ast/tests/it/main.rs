@@ -19,7 +19,7 @@ struct Fixture {
 /// Files from `//- /path` headers.
 fn fixture(files: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    tools_core::testing::write_fixture(dir.path(), files).unwrap();
+    tools_test_support::write_fixture(dir.path(), files).unwrap();
     let mut builder = RegistryBuilder::new(Run::new(Workspace::new(dir.path()).unwrap()));
     let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
     tools_ast::register(

@@ -6,52 +6,16 @@
 
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tools_core::{
-    ApprovalPolicy, CallContext, Dispatcher, DispatcherOptions, RegistryBuilder, Run, Tier, Tool,
-    ToolCall, ToolError, ToolOutput, ToolResult, Workspace,
+    ApprovalPolicy, Dispatcher, DispatcherOptions, RegistryBuilder, Run, ToolCall, ToolResult,
+    Workspace,
 };
 use tools_eval::EvalOptions;
 
-/// Says hello to `name`.
-#[derive(Debug, Deserialize, JsonSchema)]
-struct HelloInput {
-    /// Who to greet.
-    name: String,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-struct HelloOutput {
-    greeting: String,
-}
-
-struct Hello;
-
-impl Tool for Hello {
-    type Input = HelloInput;
-    type Output = HelloOutput;
-    const NAME: &'static str = "hello";
-    const TITLE: &'static str = "Say hello";
-    const TIER: Tier = Tier::Read;
-
-    async fn call(
-        &self,
-        _context: CallContext,
-        input: HelloInput,
-    ) -> Result<ToolOutput<HelloOutput>, ToolError> {
-        if input.name.is_empty() {
-            return Err(ToolError::failed("say who to greet"));
-        }
-        let greeting = format!("hello, {}", input.name);
-        Ok(ToolOutput::new(greeting.clone(), HelloOutput { greeting }))
-    }
-}
-
 fn dispatcher(root: &std::path::Path) -> Dispatcher {
     let mut builder = RegistryBuilder::new(Run::new(Workspace::new(root).unwrap()));
-    builder.register(Hello);
+    builder.register(tools_test_support::Hello);
     tools_eval::register(&mut builder, EvalOptions::default());
     Dispatcher::new(
         builder.build(),
@@ -73,18 +37,7 @@ async fn eval(dispatcher: &Dispatcher, language: &str, code: &str) -> ToolResult
 }
 
 fn available(program: &str) -> bool {
-    let found = std::process::Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !found {
-        let message = format!("{program} is not installed; the eval tests need it");
-        if std::env::var("CI").is_ok_and(|value| value == "true") {
-            panic!("{message}");
-        }
-        eprintln!("\n!!!!!!!! SKIPPED: {message} !!!!!!!!\n");
-    }
-    found
+    tools_test_support::program_available(program, &format!("apt-get install {program}"))
 }
 
 #[tokio::test]

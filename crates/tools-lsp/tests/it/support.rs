@@ -29,82 +29,7 @@ pub fn run<F: Future>(body: F) -> F::Output {
     RUNTIME.block_on(body)
 }
 
-/// The repository root (two levels above this crate).
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// Where the README's test command installs servers that are not on `PATH`: basedpyright in
-/// the repository's `.venv`, typescript-language-server and typescript under `.tools/node`.
-pub fn tool_dirs() -> Vec<PathBuf> {
-    let root = repo_root();
-    vec![
-        root.join(".venv/bin"),
-        root.join(".tools/node/node_modules/.bin"),
-    ]
-}
-
-/// The servers the tests use, and how to tell whether one is installed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Server {
-    RustAnalyzer,
-    Basedpyright,
-    Clangd,
-    TypeScript,
-}
-
-impl Server {
-    fn installed(self) -> bool {
-        let in_dirs = |name: &str| tool_dirs().iter().any(|dir| dir.join(name).is_file());
-        let on_path = |name: &str| {
-            std::env::var_os("PATH").is_some_and(|paths| {
-                std::env::split_paths(&paths).any(|dir| dir.join(name).is_file())
-            })
-        };
-        match self {
-            // The rustup proxy is always there; ask rustup whether the component is.
-            Server::RustAnalyzer => std::process::Command::new("rustup")
-                .args(["which", "rust-analyzer"])
-                .current_dir(repo_root())
-                .output()
-                .is_ok_and(|out| out.status.success()),
-            Server::Basedpyright => in_dirs("basedpyright-langserver"),
-            Server::Clangd => on_path("clangd") || in_dirs("clangd"),
-            Server::TypeScript => in_dirs("typescript-language-server") && in_dirs("tsc"),
-        }
-    }
-
-    fn install(self) -> &'static str {
-        match self {
-            Server::RustAnalyzer => "rustup component add rust-analyzer rust-src",
-            Server::Basedpyright => "python3 -m venv .venv && .venv/bin/pip install basedpyright",
-            Server::Clangd => "apt-get install -y clangd",
-            Server::TypeScript => {
-                "npm install --prefix .tools/node typescript-language-server@5 typescript@5"
-            }
-        }
-    }
-}
-
-/// Whether `server` is installed. When it is not: under `CI=true` the test fails; locally it
-/// prints what to install and the test returns early.
-pub fn available(server: Server) -> bool {
-    if server.installed() {
-        return true;
-    }
-    let message = format!(
-        "{server:?} is not installed; `cargo xtask ci` installs it, or run: {}",
-        server.install()
-    );
-    if std::env::var("CI").is_ok_and(|value| value == "true") {
-        panic!("{message}");
-    }
-    eprintln!("\n!!!!!!!! SKIPPED: {message} !!!!!!!!\n");
-    false
-}
+pub use tools_test_support::{LanguageServer as Server, available, repo_root, tool_dirs};
 
 /// A project folder, a supervisor on it, and a dispatcher over `lsp` and `lsp_rename`.
 pub struct Fixture {
@@ -116,7 +41,7 @@ pub struct Fixture {
 
 /// Writes `//- /path` fixture text into `root`.
 pub fn write_files(root: &Path, files: &str) {
-    tools_core::testing::write_fixture(root, files).unwrap();
+    tools_test_support::write_fixture(root, files).unwrap();
 }
 
 impl Fixture {

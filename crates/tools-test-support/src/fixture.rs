@@ -1,4 +1,4 @@
-//! Test support shared by every family's tests: fixtures written from one string.
+//! Fixture files written from one string or a list.
 
 use std::path::Path;
 
@@ -23,6 +23,18 @@ pub fn write_fixture(root: &Path, fixture: &str) -> std::io::Result<()> {
         std::fs::write(full, text)?;
     }
     Ok(())
+}
+
+/// Writes each `(path, text)` under `root`, creating folders; panics (fails the test) when a
+/// file cannot be written.
+pub fn write_files(root: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let full = root.join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(full, text).unwrap();
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,61 @@
+//! Snapshots of what a model reads, stable across machines and runs: temp folders, pids,
+//! durations and byte counts of timings are replaced by placeholders before comparing.
+
+use std::path::Path;
+
+/// `text` with what changes between runs replaced: `root` (the fixture's folder, canonical
+/// or not) by `[ROOT]`, other temp folders by `[TMP]`, pids by `[PID]`, and durations
+/// (`12 ms`, `1.5 s`) by `[TIME]`.
+pub fn redact(text: &str, root: &Path) -> String {
+    let mut text = text.to_owned();
+    let mut roots = vec![root.display().to_string()];
+    if let Ok(canonical) = root.canonicalize() {
+        roots.push(canonical.display().to_string());
+    }
+    // Longest first, so a canonical path is not half-replaced by its shorter alias.
+    roots.sort_by_key(|root| std::cmp::Reverse(root.len()));
+    for root in roots {
+        text = text.replace(&root, "[ROOT]");
+    }
+    for (pattern, replacement) in FILTERS {
+        let regex = regex::Regex::new(pattern).expect("the filters are valid");
+        text = regex.replace_all(&text, *replacement).into_owned();
+    }
+    text
+}
+
+/// What [`snapshot_settings`] and [`redact`] replace, in order.
+const FILTERS: &[(&str, &str)] = &[
+    (r"/tmp/\.tmp[A-Za-z0-9]+", "[TMP]"),
+    (r"\bpid:? \d+", "pid [PID]"),
+    (r"\b\d+(\.\d+)? ?(ms|s)\b", "[TIME]"),
+];
+
+/// insta settings with the same filters as [`redact`], for `assert_snapshot!` on text that
+/// has no fixture root (`let _guard = snapshot_settings().bind_to_scope();`).
+pub fn snapshot_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, replacement) in FILTERS {
+        settings.add_filter(pattern, *replacement);
+    }
+    settings.set_prepend_module_to_snapshot(false);
+    settings
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn redaction_replaces_roots_temp_folders_pids_and_times() {
+        let root = Path::new("/tmp/.tmpAbC12");
+        assert_eq!(
+            super::redact(
+                "/tmp/.tmpAbC12/src/a.rs:3 (pid 4242) in /tmp/.tmpZz9 took 12 ms, then 1.5 s; \
+                 2 files",
+                root
+            ),
+            "[ROOT]/src/a.rs:3 (pid [PID]) in [TMP] took [TIME], then [TIME]; 2 files"
+        );
+    }
+}
