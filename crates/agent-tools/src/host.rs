@@ -3,7 +3,6 @@
 
 mod apply_patch;
 mod edit;
-mod patch;
 mod read;
 mod write;
 

@@ -1,12 +1,14 @@
-//! `apply_patch`: a unified diff over several files, applied all or nothing.
+//! `apply_patch`: a unified diff over several files, applied all or nothing. The patch format
+//! itself (parsing, and applying one file's hunks to its text) is the apply-patch crate; this
+//! tool reads and writes the files through the workspace and reports to the model.
 
+use ::apply_patch::{FilePatch, HunkLine, apply_file_patch, parse_patch};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{
     CallContext, Change, Expect, FileChange, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
 };
 
-use super::patch::{FilePatch, HunkLine, apply_file_patch, parse_patch};
 use super::{read_snapshot, update_failed};
 
 /// Apply a unified diff (as `git diff` prints it) to one or more files, all or nothing.
@@ -88,7 +90,8 @@ impl Tool for ApplyPatch {
 
     /// The patch parses and every hunk applies to the files as they are now.
     async fn check(&self, input: &ApplyPatchInput, workspace: &Workspace) -> Result<(), ToolError> {
-        let patches = parse_patch(&input.patch).map_err(ToolError::Failed)?;
+        let patches =
+            parse_patch(&input.patch).map_err(|error| ToolError::failed(error.to_string()))?;
         let workspace = workspace.clone();
         super::blocking(move || plan(&workspace, &patches).map(|_| ())).await
     }
@@ -99,7 +102,8 @@ impl Tool for ApplyPatch {
         input: ApplyPatchInput,
     ) -> Result<ToolOutput<ApplyPatchOutput>, ToolError> {
         let workspace = context.workspace();
-        let patches = parse_patch(&input.patch).map_err(ToolError::Failed)?;
+        let patches =
+            parse_patch(&input.patch).map_err(|error| ToolError::failed(error.to_string()))?;
         // Every file is read, patched and written as one step under the workspace's write
         // lock: a concurrent writer lands before or after, never in between.
         let (previous, (changes, files)) = workspace
