@@ -2,16 +2,19 @@
 //! and `terminate`; each control operation answers once the program stopped or exited
 //! (`settle`), or says it still runs.
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tools_core::{CallContext, ToolError, ToolOutput};
+use tools_core::{CallContext, ToolError, ToolOutput, Workspace};
 
-use super::render::{render_frame, render_output, render_stop};
+use super::render::{
+    render_ended, render_exited, render_output, render_still_running, render_stopped,
+};
 use super::{Answer, Debug, DebugInput, DebugOutput, Operation, StopPlace};
+use crate::dap::events::Stopped;
 use crate::dap::requests::{Continue, Next, Pause, Request, StepIn, StepOut, ThreadArguments};
+use crate::dap::types::StackFrame;
 use crate::session::{RunState, Session, Waited};
 
 impl Debug {
@@ -207,57 +210,29 @@ impl Debug {
         output.state = Some(state.describe());
         match (&state, waited) {
             (RunState::Running | RunState::Starting, _) => {
-                let _ = write!(
-                    text,
-                    "still running after {}s; the program keeps running: call `pause` to stop it, \
-                     or `status` later",
-                    timeout.as_secs()
-                );
                 let (printed, cut) = session.take_output();
-                if !printed.is_empty() {
-                    text.push('\n');
-                    text.push_str(&render_output(&printed, cut, false));
-                }
+                text.push_str(&render_still_running(timeout, &printed, cut));
             }
             (RunState::Stopped(stop), _) => {
                 let top = self.top_frame(session, stop.thread_id).await.ok().flatten();
-                let place = StopPlace {
-                    reason: stop.reason.clone(),
-                    thread_id: stop.thread_id,
-                    file: top
-                        .as_ref()
-                        .and_then(|f| f.source.as_ref()?.path.as_deref())
-                        .map(|p| context.workspace().display(Path::new(p))),
-                    line: top.as_ref().map(|f| f.line),
-                    frame_id: top.as_ref().map(|f| f.id),
+                let locals = match &top {
+                    Some(frame) => self.locals_line(session, frame.id).await,
+                    None => None,
                 };
-                text.push_str(&render_stop(stop));
-                if let Some(frame) = &top {
-                    text.push('\n');
-                    text.push_str(&render_frame(context.workspace(), frame));
-                    if let Some(locals) = self.locals_line(session, frame.id).await {
-                        let _ = write!(text, "\nlocals: {locals}");
-                    }
-                }
                 let (printed, cut) = session.take_output();
-                if !printed.is_empty() {
-                    text.push('\n');
-                    text.push_str(&render_output(&printed, cut, false));
-                }
-                output.stopped = Some(place);
+                text.push_str(&render_stopped(
+                    context.workspace(),
+                    stop,
+                    top.as_ref(),
+                    locals.as_deref(),
+                    (&printed, cut),
+                ));
+                output.stopped = Some(stop_place(context.workspace(), stop, top.as_ref()));
             }
             (RunState::Exited(code), _) => {
                 output.exit_code = *code;
-                let _ = write!(
-                    text,
-                    "the program exited{}",
-                    code.map(|c| format!(" with code {c}")).unwrap_or_default()
-                );
                 let _ = session.take_output();
-                let last = session.last_lines(10);
-                if !last.is_empty() {
-                    let _ = write!(text, "\nits last output lines:\n{}", last.join("\n"));
-                }
+                text.push_str(&render_exited(*code, &session.last_lines(10)));
                 self.supervisor
                     .finish(
                         conversation,
@@ -266,15 +241,7 @@ impl Debug {
                     .await;
             }
             (RunState::Ended(why), _) => {
-                let _ = write!(text, "the session ended: {why}");
-                let last = session.last_lines(10);
-                if !last.is_empty() {
-                    let _ = write!(
-                        text,
-                        "\nthe program's last output lines:\n{}",
-                        last.join("\n")
-                    );
-                }
+                text.push_str(&render_ended(why, &session.last_lines(10)));
                 self.supervisor
                     .finish(
                         conversation,
@@ -284,5 +251,18 @@ impl Debug {
             }
         }
         Ok(ToolOutput::new(text.trim_end().to_owned(), output))
+    }
+}
+
+/// Where the program stopped, for the structured result.
+fn stop_place(workspace: &Workspace, stop: &Stopped, top: Option<&StackFrame>) -> StopPlace {
+    StopPlace {
+        reason: stop.reason.clone(),
+        thread_id: stop.thread_id,
+        file: top
+            .and_then(|f| f.source.as_ref()?.path.as_deref())
+            .map(|p| workspace.display(Path::new(p))),
+        line: top.map(|f| f.line),
+        frame_id: top.map(|f| f.id),
     }
 }

@@ -2,8 +2,10 @@
 //! was cut (30 frames, 50 children, 400 characters per value). Pure functions of what the
 //! adapter answered, so each is tested with the text it writes.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tools_core::{ToolOutput, Workspace};
 
@@ -318,7 +320,7 @@ pub(super) fn render_evaluation(expression: &str, answer: &EvaluateResponse) -> 
 }
 
 /// The first line of a stop: why, and on which thread.
-pub(super) fn render_stop(stop: &Stopped) -> String {
+fn render_stop(stop: &Stopped) -> String {
     format!(
         "stopped: {}{} on thread {}",
         stop.reason,
@@ -329,6 +331,90 @@ pub(super) fn render_stop(stop: &Stopped) -> String {
             .unwrap_or_default(),
         stop.thread_id.map_or("?".to_owned(), |t| t.to_string())
     )
+}
+
+/// A control operation's answer at a stop: why, the top frame with its source and locals,
+/// and what the program printed on the way (`printed`, and how much of it was cut).
+pub(super) fn render_stopped(
+    workspace: &Workspace,
+    stop: &Stopped,
+    top: Option<&StackFrame>,
+    locals: Option<&str>,
+    (printed, cut): (&str, usize),
+) -> String {
+    let mut text = render_stop(stop);
+    if let Some(frame) = top {
+        text.push('\n');
+        text.push_str(&render_frame(workspace, frame));
+        if let Some(locals) = locals {
+            let _ = write!(text, "\nlocals: {locals}");
+        }
+    }
+    if !printed.is_empty() {
+        text.push('\n');
+        text.push_str(&render_output(printed, cut, false));
+    }
+    text
+}
+
+/// A control operation's answer when the program did not stop within `timeout`.
+pub(super) fn render_still_running(timeout: Duration, printed: &str, cut: usize) -> String {
+    let mut text = format!(
+        "still running after {}s; the program keeps running: call `pause` to stop it, or \
+         `status` later",
+        timeout.as_secs()
+    );
+    if !printed.is_empty() {
+        text.push('\n');
+        text.push_str(&render_output(printed, cut, false));
+    }
+    text
+}
+
+/// A control operation's answer when the program exited.
+pub(super) fn render_exited(code: Option<i64>, last: &[String]) -> String {
+    let mut text = format!(
+        "the program exited{}",
+        code.map(|c| format!(" with code {c}")).unwrap_or_default()
+    );
+    if !last.is_empty() {
+        let _ = write!(text, "\nits last output lines:\n{}", last.join("\n"));
+    }
+    text
+}
+
+/// A control operation's answer when the session ended without an exit code.
+pub(super) fn render_ended(why: &str, last: &[String]) -> String {
+    let mut text = format!("the session ended: {why}");
+    if !last.is_empty() {
+        let _ = write!(
+            text,
+            "\nthe program's last output lines:\n{}",
+            last.join("\n")
+        );
+    }
+    text
+}
+
+/// `status`'s last lines: the breakpoints set, by file.
+pub(super) fn render_breakpoints_set(
+    workspace: &Workspace,
+    breakpoints: &BTreeMap<PathBuf, Vec<u32>>,
+) -> String {
+    if breakpoints.is_empty() {
+        return "breakpoints: none".to_owned();
+    }
+    let lines: Vec<String> = breakpoints
+        .iter()
+        .map(|(file, lines)| {
+            format!(
+                "breakpoints: {} lines {}",
+                workspace.display(file),
+                join(lines)
+            )
+        })
+        .collect();
+    lines.join("\n")
 }
 
 #[cfg(test)]
@@ -478,6 +564,67 @@ mod tests {
         assert_eq!(text.lines().count(), 1 + 50 + 1);
         assert!(
             text.ends_with("capped at 50; evaluate an expression such as a slice to see others)")
+        );
+    }
+
+    #[test]
+    fn dbg_5_a_stop_says_why_where_the_locals_and_what_was_printed() {
+        let (_dir, workspace) = workspace();
+        let stop = Stopped {
+            reason: "breakpoint".into(),
+            description: Some("Breakpoint".into()),
+            thread_id: Some(1),
+        };
+        assert_eq!(
+            render_stopped(
+                &workspace,
+                &stop,
+                Some(&frame(&workspace, 4, "main", 2)),
+                Some("a = 1"),
+                ("hi\n", 0)
+            ),
+            "stopped: breakpoint on thread 1\nat app.py:2 in main (frame 4)\n     1 | line 1\n>    2 | line 2\n     3 | line 3\n     4 | line 4\nlocals: a = 1\noutput:\nhi"
+        );
+        let stepped = Stopped {
+            reason: "step".into(),
+            description: Some("a step".into()),
+            thread_id: None,
+        };
+        assert_eq!(
+            render_stopped(&workspace, &stepped, None, None, ("", 0)),
+            "stopped: step (a step) on thread ?"
+        );
+    }
+
+    #[test]
+    fn dbg_5_a_run_that_did_not_stop_says_so_with_its_last_words() {
+        assert_eq!(
+            render_still_running(Duration::from_secs(30), "", 0),
+            "still running after 30s; the program keeps running: call `pause` to stop it, or `status` later"
+        );
+        let last = ["one".to_owned(), "two".to_owned()];
+        assert_eq!(
+            render_exited(Some(3), &last),
+            "the program exited with code 3\nits last output lines:\none\ntwo"
+        );
+        assert_eq!(render_exited(None, &[]), "the program exited");
+        assert_eq!(
+            render_ended("the adapter ended the session", &last),
+            "the session ended: the adapter ended the session\nthe program's last output lines:\none\ntwo"
+        );
+    }
+
+    #[test]
+    fn dbg_5_status_lists_the_breakpoints_by_file() {
+        let (_dir, workspace) = workspace();
+        assert_eq!(
+            render_breakpoints_set(&workspace, &BTreeMap::new()),
+            "breakpoints: none"
+        );
+        let set = BTreeMap::from([(workspace.root().join("app.py"), vec![2, 7])]);
+        assert_eq!(
+            render_breakpoints_set(&workspace, &set),
+            "breakpoints: app.py lines 2, 7"
         );
     }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use tools_core::{CallContext, ToolError, ToolOutput};
 
-use super::render::{frame_place, join, render_breakpoints};
+use super::render::{frame_place, join, render_breakpoints, render_breakpoints_set};
 use super::{Answer, Debug, DebugInput, DebugOutput, Operation, needs};
 use crate::adapters::{self, AdapterId};
 use crate::session::{RunState, Session, Start};
@@ -58,18 +58,7 @@ impl Debug {
             }
         }
         let breakpoints = self.supervisor.breakpoints(conversation);
-        if breakpoints.is_empty() {
-            text.push_str("breakpoints: none\n");
-        } else {
-            for (file, lines) in breakpoints {
-                let _ = writeln!(
-                    text,
-                    "breakpoints: {} lines {}",
-                    context.workspace().display(&file),
-                    join(&lines)
-                );
-            }
-        }
+        text.push_str(&render_breakpoints_set(context.workspace(), &breakpoints));
         ToolOutput::new(text.trim_end().to_owned(), output)
     }
 
