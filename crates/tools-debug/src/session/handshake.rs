@@ -202,3 +202,58 @@ fn launch_arguments(
         adapter,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dbg_6_delve_builds_a_package_or_a_go_file_and_runs_anything_else_as_built() {
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |program: &Path| match launch_arguments(
+            AdapterId::Delve,
+            Path::new("/usr/bin/dlv"),
+            program,
+            Vec::new(),
+            dir.path(),
+        )
+        .adapter
+        {
+            AdapterLaunch::Delve(delve) => delve.mode,
+            other => panic!("not delve's options: {other:?}"),
+        };
+        assert_eq!(mode(dir.path()), "debug");
+        assert_eq!(mode(&dir.path().join("main.go")), "debug");
+        assert_eq!(mode(&dir.path().join("app")), "exec");
+    }
+
+    #[test]
+    fn dbg_7_debugpy_launches_under_the_interpreter_found() {
+        let arguments = launch_arguments(
+            AdapterId::Debugpy,
+            Path::new("/w/.venv/bin/python"),
+            Path::new("/w/app.py"),
+            vec!["-v".to_owned()],
+            Path::new("/w"),
+        );
+        let AdapterLaunch::Debugpy(debugpy) = &arguments.adapter else {
+            panic!("not debugpy's options: {:?}", arguments.adapter)
+        };
+        assert_eq!(debugpy.python, ["/w/.venv/bin/python"]);
+        assert_eq!(
+            (arguments.program.as_str(), arguments.cwd.as_str()),
+            ("/w/app.py", "/w")
+        );
+        assert_eq!(
+            launch_arguments(
+                AdapterId::Lldb,
+                Path::new("/usr/bin/lldb-dap"),
+                Path::new("/w/a.out"),
+                Vec::new(),
+                Path::new("/w"),
+            )
+            .adapter,
+            AdapterLaunch::Plain
+        );
+    }
+}
