@@ -1,10 +1,15 @@
 //! The small part of the Debug Adapter Protocol we use, written by hand (SPEC section 9: the
-//! generated `debugserver-types` lacks what current adapters send). Envelopes are typed; the
-//! bodies we read are typed with every field optional that an adapter may leave out; launch
-//! and attach arguments stay raw JSON, because each adapter has its own.
+//! generated `debugserver-types` lacks what current adapters send). Envelopes are here; each
+//! request we send is a type in `requests` (its command, arguments and answer, the helix-dap
+//! way), the events we read are typed in `events`, and the things both carry in `types`. Every
+//! field an adapter may leave out is optional; launch arguments have one part per adapter.
+
+pub(crate) mod events;
+pub(crate) mod requests;
+pub(crate) mod types;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// One message in either direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,109 +53,19 @@ pub(crate) struct Event {
     pub body: Value,
 }
 
-/// What an adapter can do (the fields we look at).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct Capabilities {
-    pub supports_configuration_done_request: bool,
-    pub exception_breakpoint_filters: Option<Vec<Value>>,
-    pub supports_terminate_request: bool,
-}
-
-/// A source file as the adapter names it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct Source {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-}
-
-/// A breakpoint as the adapter reports it after `setBreakpoints`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct Breakpoint {
-    pub verified: bool,
-    pub line: Option<u32>,
-    pub message: Option<String>,
-}
-
-/// The body of `stopped`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct StoppedEvent {
-    pub reason: String,
-    pub description: Option<String>,
-    pub thread_id: Option<i64>,
-    pub text: Option<String>,
-    pub all_threads_stopped: Option<bool>,
-    pub hit_breakpoint_ids: Option<Vec<i64>>,
-}
-
-/// The body of `output`.
+/// The body of a failed response: the adapter's own words, with `{name}` placeholders.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub(crate) struct OutputEvent {
-    pub category: Option<String>,
-    pub output: String,
+pub(crate) struct ErrorBody {
+    pub error: Option<ErrorMessage>,
 }
 
-/// A thread.
+/// The `error` of a failed response.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub(crate) struct Thread {
-    pub id: i64,
-    pub name: String,
-}
-
-/// A frame of a stack trace.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub(crate) struct StackFrame {
-    pub id: i64,
-    pub name: String,
-    pub source: Option<Source>,
-    pub line: u32,
-}
-
-/// The body of a `stackTrace` response.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct StackTraceBody {
-    pub stack_frames: Vec<StackFrame>,
-    pub total_frames: Option<u64>,
-}
-
-/// A scope of a frame.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct Scope {
-    pub name: String,
-    pub variables_reference: i64,
-    pub presentation_hint: Option<String>,
-    pub expensive: bool,
-}
-
-/// A variable (a child of a scope or of another variable).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct Variable {
-    pub name: String,
-    pub value: String,
-    #[serde(rename = "type")]
-    pub type_name: Option<String>,
-    pub variables_reference: i64,
-}
-
-/// The body of an `evaluate` response.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct EvaluateBody {
-    pub result: String,
-    #[serde(rename = "type")]
-    pub type_name: Option<String>,
-    pub variables_reference: i64,
+pub(crate) struct ErrorMessage {
+    pub format: Option<String>,
+    pub variables: Option<Map<String, Value>>,
 }
 
 /// Reads a typed body; a body that does not fit reads as the empty one (every field we read
@@ -171,16 +86,17 @@ mod tests {
     fn messages_read_by_their_type() {
         let event: Message = serde_json::from_value(json!({
             "seq": 4, "type": "event", "event": "stopped",
-            "body": {"reason": "breakpoint", "threadId": 1, "hitBreakpointIds": [2]}
+            "body": {"reason": "breakpoint", "description": "Breakpoint", "threadId": 1,
+                     "hitBreakpointIds": [2]}
         }))
         .unwrap();
         let Message::Event(event) = event else {
             panic!("not an event")
         };
-        let stopped: StoppedEvent = body(event.body);
+        let stopped: events::Stopped = body(event.body);
         assert_eq!(stopped.reason, "breakpoint");
         assert_eq!(stopped.thread_id, Some(1));
-        assert_eq!(stopped.hit_breakpoint_ids, Some(vec![2]));
+        assert_eq!(stopped.description.as_deref(), Some("Breakpoint"));
         let request = serde_json::to_value(Message::Request(Request {
             seq: 1,
             command: "threads".into(),

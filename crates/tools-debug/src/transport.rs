@@ -4,6 +4,7 @@
 //! hanging. Dropping the transport stops its reader.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,7 +14,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::dap::{Event, Message, Request, Response};
+use crate::dap::requests;
+use crate::dap::{self, ErrorBody, Event, Message, Request, Response};
 use crate::{Error, Result};
 
 /// The largest message we accept: a variables answer for a huge object is big, but not this.
@@ -87,20 +89,19 @@ impl Drop for Transport {
 
 /// A request sent whose answer has not been awaited yet (the handshake sends `launch` and
 /// reads its answer only after `configurationDone`).
-pub(crate) struct InFlight {
+pub(crate) struct InFlight<R> {
     adapter: String,
-    command: String,
     answer: oneshot::Receiver<Response>,
+    request: PhantomData<fn() -> R>,
 }
 
-impl InFlight {
+impl<R: requests::Request> InFlight<R> {
     /// Waits for the answer, up to `timeout`.
-    pub(crate) async fn answer(self, timeout: Duration) -> Result<Value> {
+    pub(crate) async fn answer(self, timeout: Duration) -> Result<R::Response> {
         let InFlight {
-            adapter,
-            command,
-            answer,
+            adapter, answer, ..
         } = self;
+        let command = R::COMMAND.to_owned();
         match tokio::time::timeout(timeout, answer).await {
             Err(_) => Err(Error::Timeout {
                 adapter,
@@ -112,11 +113,11 @@ impl InFlight {
                 command,
                 details: String::new(),
             }),
-            Ok(Ok(response)) if response.success => Ok(response.body),
+            Ok(Ok(response)) if response.success => Ok(dap::body(response.body)),
             Ok(Ok(response)) => Err(Error::Refused {
                 adapter,
                 command,
-                message: refusal(&response),
+                message: refusal(response),
             }),
         }
     }
@@ -125,19 +126,17 @@ impl InFlight {
 /// Why an adapter refused a request, in its own words: the error body's text (its `{name}`
 /// placeholders filled in) says more than the short `message` ("Failed to launch"), which is
 /// kept in front when the text does not already say it.
-fn refusal(response: &crate::dap::Response) -> String {
-    let error = &response.body["error"];
-    let detail = error["format"].as_str().map(|format| {
-        let mut text = format.to_owned();
-        if let Some(variables) = error["variables"].as_object() {
-            for (name, value) in variables {
-                let value = value
-                    .as_str()
-                    .map_or_else(|| value.to_string(), str::to_owned);
-                text = text.replace(&format!("{{{name}}}"), &value);
-            }
+fn refusal(response: Response) -> String {
+    let error: ErrorBody = dap::body(response.body);
+    let detail = error.error.and_then(|error| {
+        let mut text = error.format?;
+        for (name, value) in error.variables.unwrap_or_default() {
+            let value = value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned);
+            text = text.replace(&format!("{{{name}}}"), &value);
         }
-        text
+        Some(text)
     });
     match (response.message.as_deref(), detail) {
         (Some(message), Some(detail)) if detail.contains(message) => detail,
@@ -176,7 +175,37 @@ impl Transport {
     }
 
     /// Sends a request without waiting for its answer.
-    pub(crate) async fn send(&self, command: &str, arguments: Value) -> Result<InFlight> {
+    pub(crate) async fn send<R: requests::Request>(
+        &self,
+        arguments: R::Arguments,
+    ) -> Result<InFlight<R>> {
+        let arguments = serde_json::to_value(arguments).map_err(|error| Error::Protocol {
+            adapter: self.shared.adapter.clone(),
+            problem: format!("the arguments of `{}`: {error}", R::COMMAND),
+        })?;
+        let answer = self.send_raw(R::COMMAND, arguments).await?;
+        Ok(InFlight {
+            adapter: self.shared.adapter.clone(),
+            answer,
+            request: PhantomData,
+        })
+    }
+
+    /// Sends a request and waits for its answer's body, up to `timeout`.
+    pub(crate) async fn request<R: requests::Request>(
+        &self,
+        arguments: R::Arguments,
+        timeout: Duration,
+    ) -> Result<R::Response> {
+        self.send::<R>(arguments).await?.answer(timeout).await
+    }
+
+    /// Writes one request; its answer comes on the receiver.
+    async fn send_raw(
+        &self,
+        command: &'static str,
+        arguments: Value,
+    ) -> Result<oneshot::Receiver<Response>> {
         let seq = self.shared.next_seq();
         let (tx, rx) = oneshot::channel();
         let open = match self.pending.lock() {
@@ -209,21 +238,7 @@ impl Transport {
             }
             return Err(error);
         }
-        Ok(InFlight {
-            adapter: self.shared.adapter.clone(),
-            command: command.to_owned(),
-            answer: rx,
-        })
-    }
-
-    /// Sends a request and waits for its answer's body, up to `timeout`.
-    pub(crate) async fn request(
-        &self,
-        command: &str,
-        arguments: Value,
-        timeout: Duration,
-    ) -> Result<Value> {
-        self.send(command, arguments).await?.answer(timeout).await
+        Ok(rx)
     }
 }
 
@@ -353,10 +368,16 @@ mod tests {
         );
         let (their_read, mut their_write) = tokio::io::split(theirs);
         let mut their_read = BufReader::new(their_read);
-        let asked = transport.send("threads", Value::Null).await.unwrap();
+        let asked = transport
+            .send::<requests::Threads>(requests::NoArguments {})
+            .await
+            .unwrap();
         let request: Request =
             serde_json::from_slice(&read_message(&mut their_read).await.unwrap().unwrap()).unwrap();
-        assert_eq!(request.command, "threads");
+        assert_eq!(
+            (request.command.as_str(), &request.arguments),
+            ("threads", &json!({}))
+        );
         let write = |message: Value| {
             let body = message.to_string();
             format!("Content-Length: {}\r\n\r\n{body}", body.len())
@@ -365,11 +386,17 @@ mod tests {
             json!({"type": "request", "seq": 7, "command": "runInTerminal", "arguments": {}}),
         ) + &write(json!({"type": "event", "seq": 8, "event": "initialized"}))
             + &write(
-                json!({"type": "response", "seq": 9, "request_seq": request.seq, "success": true, "command": "threads", "body": {"threads": []}}),
+                json!({"type": "response", "seq": 9, "request_seq": request.seq, "success": true, "command": "threads", "body": {"threads": [{"id": 1, "name": "main"}]}}),
             );
         their_write.write_all(frames.as_bytes()).await.unwrap();
-        let body = asked.answer(Duration::from_secs(5)).await.unwrap();
-        assert_eq!(body, json!({"threads": []}));
+        let answered = asked.answer(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(
+            answered.threads,
+            [crate::dap::types::Thread {
+                id: 1,
+                name: "main".into()
+            }]
+        );
         let answer: Response =
             serde_json::from_slice(&read_message(&mut their_read).await.unwrap().unwrap()).unwrap();
         assert_eq!((answer.request_seq, answer.success), (7, false));

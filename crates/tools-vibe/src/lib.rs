@@ -2,17 +2,22 @@
 //! and `vibe_list`, registered only while vibe mode is on (VIBE-1). All five are read tier:
 //! the approval gate sits on the workers' own tools, where the editing happens.
 
+mod config;
 mod family;
 mod roster;
 mod tools;
+mod worker;
 
-pub use crate::roster::{Roster, Status, VibeConfig, WorkerTier};
 pub use crate::tools::{
     VibeKill, VibeKillInput, VibeList, VibeListInput, VibeListOutput, VibeSend, VibeSendInput,
     VibeSpawn, VibeSpawnInput, VibeWait, VibeWaitInput, WorkerView,
 };
-
-pub use crate::family::VibeFamily;
+pub use crate::{
+    config::{VibeConfig, WorkerTier},
+    family::VibeFamily,
+    roster::Roster,
+    worker::Status,
+};
 
 use std::sync::Arc;
 

@@ -6,7 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
 
-use crate::roster::{Roster, Status, Worker, WorkerTier};
+use crate::config::WorkerTier;
+use crate::roster::Roster;
+use crate::worker::{Status, Worker};
 
 /// The longest `vibe_wait` may block in one call.
 const MAX_WAIT_SECONDS: u64 = 600;
