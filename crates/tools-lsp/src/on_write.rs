@@ -42,17 +42,17 @@ use tools_core::{
 };
 
 use self::settle::{Outcome, project_settled, pull_files, seconds, settle_all};
-use crate::Error;
-use crate::client::Published;
 use crate::config::OnWriteConfig;
 use crate::includes::{Database, includers, is_header};
 use crate::lsp::with_progress;
 use crate::render::merge_passes;
 use crate::report::{Checked, render_report, spread_fallout};
 use crate::reported::{Hiding, Reported};
-use crate::servers::{Check, Pull, Reach, ServerSpec};
-use crate::session::Session;
 use crate::supervisor::LspSupervisor;
+use tools_lsp_client::Error;
+use tools_lsp_client::Published;
+use tools_lsp_client::Session;
+use tools_lsp_client::{Check, Pull, Reach, ServerSpec};
 
 /// The most files that import a written one asked about after a write (tsserver), and the
 /// most translation units rebuilt for a written header (clangd).
@@ -123,7 +123,7 @@ struct JudgedHeader {
 
 impl DiagnosticsOnWrite {
     pub(crate) fn new(supervisor: LspSupervisor) -> Self {
-        let config = supervisor.context().config.on_write.clone();
+        let config = supervisor.config().on_write.clone();
         DiagnosticsOnWrite {
             supervisor,
             config,
@@ -157,7 +157,7 @@ impl DiagnosticsOnWrite {
         // are taken against when the tool does not report it.
         let mut previous: HashMap<PathBuf, String> = named
             .iter()
-            .filter(|path| self.supervisor.covering(path).is_some())
+            .filter(|path| self.supervisor.client().covering(path).is_some())
             .filter_map(|path| {
                 let bytes = tools_core::read_regular(path).ok()?;
                 Some((path.clone(), String::from_utf8(bytes).ok()?))
@@ -437,17 +437,17 @@ impl DiagnosticsOnWrite {
         let mut not_checked = Vec::new();
         let mut wanted: Vec<(PathBuf, Arc<ServerSpec>, PathBuf)> = Vec::new();
         {
-            let generation = self.supervisor.reloads();
+            let generation = self.supervisor.client().reloads();
             let mut unusable = self.unusable.lock().unwrap_or_else(|p| p.into_inner());
             if unusable.0 != generation {
                 *unusable = (generation, HashMap::new());
             }
             for path in paths {
                 let shown = workspace.display(path);
-                let Some((spec, root)) = self.supervisor.covering(path) else {
+                let Some((spec, root)) = self.supervisor.client().covering(path) else {
                     // A file of a kind a server handles, outside every project of it.
-                    if let Ok(spec) = self.supervisor.route(path, &shown)
-                        && let Err(error) = self.supervisor.root(&spec, path, &shown)
+                    if let Ok(spec) = self.supervisor.client().route(path, &shown)
+                        && let Err(error) = self.supervisor.client().root(&spec, path, &shown)
                     {
                         not_checked.push(FileReport::not_checked(
                             shown,
@@ -473,7 +473,8 @@ impl DiagnosticsOnWrite {
             let key = (spec.name.clone(), root.clone());
             if !sessions.contains_key(&key) {
                 let acquired =
-                    tokio::time::timeout_at(deadline, self.supervisor.acquire(spec, root)).await;
+                    tokio::time::timeout_at(deadline, self.supervisor.client().acquire(spec, root))
+                        .await;
                 let session = match acquired {
                     Ok(Ok(session)) => Ok(session),
                     Ok(Err(error @ (Error::Unusable(_) | Error::RestartBudget { .. }))) => {

@@ -24,7 +24,7 @@ use crate::servers::Check;
 const MESSAGES_KEPT: usize = 10;
 
 /// What one connection has learnt from its server; shared by the router and the session.
-pub(crate) struct Shared {
+pub struct Shared {
     root_uri: Url,
     root_name: String,
     settings: Option<Value>,
@@ -38,42 +38,42 @@ pub(crate) struct Shared {
 
 /// The state built from the server's messages.
 #[derive(Debug, Default)]
-pub(crate) struct ClientState {
+pub struct ClientState {
     /// Work-done progress by token: created and not yet ended.
-    pub(crate) progress: BTreeMap<String, Progress>,
+    pub progress: BTreeMap<String, Progress>,
     /// When the last progress ended.
-    pub(crate) last_progress_end: Option<Instant>,
+    pub last_progress_end: Option<Instant>,
     /// rust-analyzer's `experimental/serverStatus`, when it sends one.
-    pub(crate) server_status: Option<ServerStatus>,
+    pub server_status: Option<ServerStatus>,
     /// The last `publishDiagnostics` per file, with how many there were (LSP-6 waits on
     /// the counter for a publish that is newer than its write).
-    pub(crate) diagnostics: HashMap<Url, Published>,
+    pub diagnostics: HashMap<Url, Published>,
     /// How many publishes there have been, for any file.
-    pub(crate) publishes: u64,
+    pub publishes: u64,
     /// Errors and warnings the server showed or logged, newest last.
-    pub(crate) messages: VecDeque<String>,
+    pub messages: VecDeque<String>,
     /// How many on-save checks (rust-analyzer's flycheck) have begun; a write waits for one
     /// that began after its save to end (LSP-6).
-    pub(crate) checks_begun: u64,
+    pub checks_begun: u64,
     /// How many of them have ended.
-    pub(crate) checks_ended: u64,
+    pub checks_ended: u64,
     /// Why the connection ended, once it has.
-    pub(crate) ended: Option<String>,
+    pub ended: Option<String>,
     /// Whether the server logged the line its readiness waits for (`Readiness::Logged`).
-    pub(crate) ready_logged: bool,
+    pub ready_logged: bool,
 }
 
 /// One running piece of work-done progress.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Progress {
-    pub(crate) title: Option<String>,
-    pub(crate) message: Option<String>,
-    pub(crate) percentage: Option<u64>,
+pub struct Progress {
+    pub title: Option<String>,
+    pub message: Option<String>,
+    pub percentage: Option<u64>,
 }
 
 impl Progress {
     /// `Indexing 12/40 (30%)`.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         parts.extend(self.title.clone());
         parts.extend(self.message.clone());
@@ -90,32 +90,32 @@ impl Progress {
 
 /// The server's own checks so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Checks {
-    pub(crate) begun: u64,
-    pub(crate) ended: u64,
-    pub(crate) running: bool,
+pub struct Checks {
+    pub begun: u64,
+    pub ended: u64,
+    pub running: bool,
 }
 
 /// rust-analyzer's own status report.
 #[derive(Debug, Clone)]
-pub(crate) struct ServerStatus {
-    pub(crate) health: String,
-    pub(crate) quiescent: bool,
-    pub(crate) message: Option<String>,
+pub struct ServerStatus {
+    pub health: String,
+    pub quiescent: bool,
+    pub message: Option<String>,
 }
 
 /// The diagnostics last published for one file.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Published {
+pub struct Published {
     /// How many publishes this file has had.
-    pub(crate) count: u64,
+    pub count: u64,
     /// The document version the last publish was for, when the server said.
-    pub(crate) version: Option<i32>,
-    pub(crate) diagnostics: Vec<Diagnostic>,
+    pub version: Option<i32>,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Shared {
-    pub(crate) fn new(
+    pub fn new(
         root_uri: Url,
         root_name: String,
         settings: Option<Value>,
@@ -134,14 +134,14 @@ impl Shared {
     }
 
     /// The state, even if a panic poisoned the lock (it holds plain data).
-    pub(crate) fn state(&self) -> MutexGuard<'_, ClientState> {
+    pub fn state(&self) -> MutexGuard<'_, ClientState> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// A receiver that wakes whenever the state changes.
-    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()
     }
 
@@ -151,19 +151,19 @@ impl Shared {
     }
 
     /// Records why the connection ended and wakes every waiter.
-    pub(crate) fn end(&self, reason: String) {
+    pub fn end(&self, reason: String) {
         self.update(|state| {
             state.ended.get_or_insert(reason);
         });
     }
 
     /// How many publishes `uri` has had so far.
-    pub(crate) fn publish_count(&self, uri: &Url) -> u64 {
+    pub fn publish_count(&self, uri: &Url) -> u64 {
         self.state().diagnostics.get(uri).map_or(0, |p| p.count)
     }
 
     /// How many of the server's own checks have begun and ended, and whether one runs now.
-    pub(crate) fn checks(&self) -> Checks {
+    pub fn checks(&self) -> Checks {
         let state = self.state();
         let running = state
             .progress
@@ -177,24 +177,24 @@ impl Shared {
     }
 
     /// Every file's last publish, as things stand now.
-    pub(crate) fn publishes(&self) -> HashMap<Url, Published> {
+    pub fn publishes(&self) -> HashMap<Url, Published> {
         self.state().diagnostics.clone()
     }
 
     /// The last publish for `uri`.
-    pub(crate) fn published(&self, uri: &Url) -> Option<Published> {
+    pub fn published(&self, uri: &Url) -> Option<Published> {
         self.state().diagnostics.get(uri).cloned()
     }
 
     /// Waits until `uri` has had more than `after` publishes; false on timeout or when the
     /// connection ended.
-    pub(crate) async fn wait_publish(&self, uri: &Url, after: u64, timeout: Duration) -> bool {
+    pub async fn wait_publish(&self, uri: &Url, after: u64, timeout: Duration) -> bool {
         self.wait_publish_until(uri, after, tokio::time::Instant::now() + timeout)
             .await
     }
 
     /// [`Shared::wait_publish`] with a deadline.
-    pub(crate) async fn wait_publish_until(
+    pub async fn wait_publish_until(
         &self,
         uri: &Url,
         after: u64,
@@ -207,7 +207,7 @@ impl Shared {
     /// Waits until `deadline` for a publish for `uri` after the `after`th that is for
     /// document `version`: a publish without a version (clangd's empty one when a document
     /// is closed) is not the answer for the text just opened.
-    pub(crate) async fn wait_version_until(
+    pub async fn wait_version_until(
         &self,
         uri: &Url,
         after: u64,
@@ -247,17 +247,13 @@ impl Shared {
     }
 
     /// How many publishes the server has sent, for any file.
-    pub(crate) fn total_publishes(&self) -> u64 {
+    pub fn total_publishes(&self) -> u64 {
         self.state().publishes
     }
 
     /// Waits until the server has published more than `after` times in all (any file), or
     /// `deadline`; whether it did.
-    pub(crate) async fn wait_any_publish_until(
-        &self,
-        after: u64,
-        deadline: tokio::time::Instant,
-    ) -> bool {
+    pub async fn wait_any_publish_until(&self, after: u64, deadline: tokio::time::Instant) -> bool {
         let mut changes = self.subscribe();
         loop {
             {
@@ -484,7 +480,7 @@ fn token_key(token: &Value) -> String {
 struct Stop;
 
 /// What the router holds: the shared state, and a socket of its own.
-pub(crate) struct RouterState {
+pub struct RouterState {
     shared: Arc<Shared>,
     /// async-lsp's loop treats "every socket dropped" as a bug and panics; holding one here
     /// keeps the loop alive until the server's output ends (its process is killed) or we
@@ -493,7 +489,7 @@ pub(crate) struct RouterState {
 }
 
 /// Builds the client main loop; the router's state is the shared state.
-pub(crate) fn main_loop(shared: Arc<Shared>) -> (MainLoop<Router<RouterState>>, ServerSocket) {
+pub fn main_loop(shared: Arc<Shared>) -> (MainLoop<Router<RouterState>>, ServerSocket) {
     MainLoop::new_client(move |socket| {
         let mut router = Router::new(RouterState {
             shared,
@@ -515,7 +511,7 @@ pub(crate) fn main_loop(shared: Arc<Shared>) -> (MainLoop<Router<RouterState>>, 
 
 /// Why a request did not produce a result.
 #[derive(Debug)]
-pub(crate) enum RequestError {
+pub enum RequestError {
     /// No answer in time; a `$/cancelRequest` was sent.
     Timeout,
     /// The connection is gone.
@@ -527,7 +523,7 @@ pub(crate) enum RequestError {
 }
 
 /// The sending half of a connection: requests with ids we know, so they can be cancelled.
-pub(crate) struct Connection {
+pub struct Connection {
     socket: ServerSocket,
     next_id: Mutex<i32>,
     /// Nanoseconds spent waiting for this server's answers, summed over the run (the
@@ -536,7 +532,7 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    pub(crate) fn new(socket: ServerSocket, server_nanos: Arc<AtomicU64>) -> Self {
+    pub fn new(socket: ServerSocket, server_nanos: Arc<AtomicU64>) -> Self {
         Connection {
             socket,
             next_id: Mutex::new(0),
@@ -545,7 +541,7 @@ impl Connection {
     }
 
     /// Sends a request and waits up to `timeout` for its answer.
-    pub(crate) async fn request<R: Request>(
+    pub async fn request<R: Request>(
         &self,
         params: R::Params,
         timeout: Duration,
@@ -583,12 +579,12 @@ impl Connection {
     }
 
     /// Sends a notification; false when the connection is gone.
-    pub(crate) fn notify<N: Notification>(&self, params: N::Params) -> bool {
+    pub fn notify<N: Notification>(&self, params: N::Params) -> bool {
         self.socket.notify::<N>(params).is_ok()
     }
 
     /// Ends the main loop after the messages already queued.
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         let _ = self.socket.emit(Stop);
     }
 }

@@ -29,7 +29,7 @@ use serde_json::json;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::client::{Connection, RequestError, Shared};
-use crate::position::Encoding;
+use crate::encoding::Encoding;
 use crate::servers::{Pull, Readiness, ServerSpec};
 use crate::{Error, Result};
 use tools_process::{Input, Output, ProcessGroup, StderrTail};
@@ -77,16 +77,16 @@ struct DiskSnapshot {
 }
 
 /// What starting a session needs.
-pub(crate) struct StartOptions {
-    pub(crate) spec: Arc<ServerSpec>,
-    pub(crate) root: PathBuf,
-    pub(crate) root_shown: String,
-    pub(crate) argv: Vec<String>,
-    pub(crate) tail: Arc<StderrTail>,
-    pub(crate) request_timeout: Duration,
-    pub(crate) start_timeout: Duration,
-    pub(crate) index_timeout: Duration,
-    pub(crate) server_nanos: Arc<AtomicU64>,
+pub struct StartOptions {
+    pub spec: Arc<ServerSpec>,
+    pub root: PathBuf,
+    pub root_shown: String,
+    pub argv: Vec<String>,
+    pub tail: Arc<StderrTail>,
+    pub request_timeout: Duration,
+    pub start_timeout: Duration,
+    pub index_timeout: Duration,
+    pub server_nanos: Arc<AtomicU64>,
 }
 
 /// A document the server has open, as we last sent it.
@@ -99,33 +99,33 @@ struct OpenDocument {
 }
 
 /// The text of a synced file.
-pub(crate) struct Synced {
-    pub(crate) uri: Url,
-    pub(crate) text: Arc<str>,
+pub struct Synced {
+    pub uri: Url,
+    pub text: Arc<str>,
     /// Whether this sync sent the server anything (it had an older text, or none).
-    pub(crate) changed: bool,
+    pub changed: bool,
     /// The document version the server has for this text.
-    pub(crate) version: i32,
+    pub version: i32,
 }
 
 /// Whether a session can take requests now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Activity {
+pub enum Activity {
     Ready,
     /// Still loading or indexing; what it says it is doing.
     Busy(String),
 }
 
 /// A running, initialised server.
-pub(crate) struct Session {
-    pub(crate) spec: Arc<ServerSpec>,
-    pub(crate) root: PathBuf,
-    pub(crate) root_shown: String,
-    pub(crate) encoding: Encoding,
-    pub(crate) capabilities: ServerCapabilities,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) tail: Arc<StderrTail>,
-    pub(crate) started: Instant,
+pub struct Session {
+    pub spec: Arc<ServerSpec>,
+    pub root: PathBuf,
+    pub root_shown: String,
+    pub encoding: Encoding,
+    pub capabilities: ServerCapabilities,
+    pub shared: Arc<Shared>,
+    pub tail: Arc<StderrTail>,
+    pub started: Instant,
     connection: Connection,
     documents: tokio::sync::Mutex<HashMap<PathBuf, OpenDocument>>,
     /// For servers that do not watch files: the disk as last reported to them.
@@ -141,7 +141,7 @@ pub(crate) struct Session {
 impl Session {
     /// Spawns the server, runs its main loop, and initialises it. `on_exit` is called once
     /// when the process or its connection ends, with the reason.
-    pub(crate) async fn start(
+    pub async fn start(
         options: StartOptions,
         on_exit: Box<dyn FnOnce(String) + Send>,
     ) -> Result<Arc<Session>> {
@@ -287,17 +287,17 @@ impl Session {
     }
 
     /// The server's process id on the machine (not its group's keeper).
-    pub(crate) fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.group.program_pid()
     }
 
     /// The CPU time the server's processes have used so far.
-    pub(crate) fn cpu_time(&self) -> std::time::Duration {
+    pub fn cpu_time(&self) -> std::time::Duration {
         self.group.cpu_time()
     }
 
     /// Whether the server can take requests now, or what it is busy with.
-    pub(crate) fn activity(&self) -> Activity {
+    pub fn activity(&self) -> Activity {
         let state = self.shared.state();
         let busy = || {
             let descriptions: Vec<String> = state
@@ -346,7 +346,7 @@ impl Session {
 
     /// Waits until the server is ready, at most the index timeout. Returns a note for the
     /// answer when it was still busy then (the request goes ahead anyway).
-    pub(crate) async fn wait_ready(&self) -> Option<String> {
+    pub async fn wait_ready(&self) -> Option<String> {
         let started = tokio::time::Instant::now();
         let deadline = started + self.index_timeout;
         let mut changes = self.shared.subscribe();
@@ -387,7 +387,7 @@ impl Session {
     }
 
     /// Sends a request, retrying when the server says the content changed under it.
-    pub(crate) async fn request<R: Request>(&self, params: R::Params) -> Result<R::Result>
+    pub async fn request<R: Request>(&self, params: R::Params) -> Result<R::Result>
     where
         R::Params: Clone,
     {
@@ -395,7 +395,7 @@ impl Session {
     }
 
     /// [`Session::request`] with its own timeout.
-    pub(crate) async fn request_within<R: Request>(
+    pub async fn request_within<R: Request>(
         &self,
         params: R::Params,
         timeout: Duration,
@@ -492,7 +492,7 @@ impl Session {
     }
 
     /// `: the process ended (signal: 9); its last stderr lines: …` or nothing.
-    pub(crate) fn exit_details(&self) -> String {
+    pub fn exit_details(&self) -> String {
         let mut details = String::new();
         if let Some(reason) = &self.shared.state().ended {
             details.push_str(&format!(": {reason}"));
@@ -506,7 +506,7 @@ impl Session {
 
     /// The text of every document the server has open, as we last sent it: what its answers
     /// (a rename's edit) are computed against.
-    pub(crate) async fn open_texts(&self) -> HashMap<PathBuf, Arc<str>> {
+    pub async fn open_texts(&self) -> HashMap<PathBuf, Arc<str>> {
         let documents = self.documents.lock().await;
         documents
             .iter()
@@ -516,7 +516,7 @@ impl Session {
 
     /// Makes the server's view of `path` equal to the disk: opens it, or sends the new text
     /// when it changed since we last sent it.
-    pub(crate) async fn sync(&self, path: &Path) -> std::result::Result<Synced, String> {
+    pub async fn sync(&self, path: &Path) -> std::result::Result<Synced, String> {
         let mut documents = self.documents.lock().await;
         self.sync_locked(&mut documents, path)
     }
@@ -524,11 +524,7 @@ impl Session {
     /// Sends the server `text` for `path` in place of what the disk holds (the text a file
     /// had before a write, for the LSP-7 baseline). The next [`Session::sync`] sends the disk
     /// again.
-    pub(crate) async fn sync_text(
-        &self,
-        path: &Path,
-        text: &str,
-    ) -> std::result::Result<Synced, String> {
+    pub async fn sync_text(&self, path: &Path, text: &str) -> std::result::Result<Synced, String> {
         let mut documents = self.documents.lock().await;
         self.send_text(&mut documents, path, text.into(), None)
     }
@@ -646,7 +642,7 @@ impl Session {
     }
 
     /// The text an open document had at `version`, when it is recent enough to be known.
-    pub(crate) async fn text_at(&self, path: &Path, version: i32) -> Option<Arc<str>> {
+    pub async fn text_at(&self, path: &Path, version: i32) -> Option<Arc<str>> {
         let documents = self.documents.lock().await;
         let open = documents.get(path)?;
         if open.version == version {
@@ -659,13 +655,13 @@ impl Session {
     }
 
     /// Whether the server has `path` open.
-    pub(crate) async fn is_open(&self, path: &Path) -> bool {
+    pub async fn is_open(&self, path: &Path) -> bool {
         self.documents.lock().await.contains_key(path)
     }
 
     /// Closes `path` if the server has it open, so the next sync opens it afresh (clangd
     /// rebuilds a reopened file against headers that changed on disk).
-    pub(crate) async fn close(&self, path: &Path) {
+    pub async fn close(&self, path: &Path) {
         let mut documents = self.documents.lock().await;
         if documents.remove(path).is_some()
             && let Ok(uri) = Url::from_file_path(path)
@@ -680,7 +676,7 @@ impl Session {
     /// The files of `paths` that import each of them, transitively (tsserver's
     /// `fileReferences` followed breadth first), in the order found, at most `cap`; with
     /// whether more were left out. `None` when the server cannot say.
-    pub(crate) async fn importers(
+    pub async fn importers(
         &self,
         paths: &[PathBuf],
         cap: usize,
@@ -734,7 +730,7 @@ impl Session {
     }
 
     /// Tells the server the file was saved (rust-analyzer starts its `cargo check` on save).
-    pub(crate) fn save(&self, uri: &Url) {
+    pub fn save(&self, uri: &Url) {
         self.connection
             .notify::<DidSaveTextDocument>(DidSaveTextDocumentParams {
                 text_document: TextDocumentIdentifier { uri: uri.clone() },
@@ -744,7 +740,7 @@ impl Session {
 
     /// Re-syncs every open document that changed on disk since it was sent (other tools or
     /// the shell may have written it); a deleted one is closed.
-    pub(crate) async fn resync_open(&self) {
+    pub async fn resync_open(&self) {
         let mut documents = self.documents.lock().await;
         let paths: Vec<PathBuf> = documents.keys().cloned().collect();
         for path in paths {
@@ -755,7 +751,7 @@ impl Session {
     /// For a server that does not watch files itself: finds source files created, changed or
     /// deleted on disk since the last scan and reports them as watched-file changes, so it
     /// does not answer from a stale view of files it never opened.
-    pub(crate) async fn rescan_disk(&self) {
+    pub async fn rescan_disk(&self) {
         let Some(disk) = &self.disk else {
             return;
         };
@@ -807,7 +803,7 @@ impl Session {
 
     /// Tells the server that files changed on disk (after a rename wrote them): open ones
     /// get their new text, and every one is announced as a watched-file change.
-    pub(crate) async fn files_changed(&self, changes: &[(PathBuf, FileChangeType)]) {
+    pub async fn files_changed(&self, changes: &[(PathBuf, FileChangeType)]) {
         let mut documents = self.documents.lock().await;
         let mut events = Vec::new();
         for (path, kind) in changes {
@@ -828,16 +824,12 @@ impl Session {
     /// The file's diagnostics, asked for, from a server the table says answers such asks
     /// ([`Pull`]); `None` when it does not, or answers with nothing usable (the caller then
     /// reads publishes).
-    pub(crate) async fn pull_diagnostics(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
+    pub async fn pull_diagnostics(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
         self.pull_within(uri, self.request_timeout).await
     }
 
     /// [`Session::pull_diagnostics`] with its own timeout.
-    pub(crate) async fn pull_within(
-        &self,
-        uri: &Url,
-        timeout: Duration,
-    ) -> Option<Vec<Diagnostic>> {
+    pub async fn pull_within(&self, uri: &Url, timeout: Duration) -> Option<Vec<Diagnostic>> {
         match self.pull_answer(uri, timeout).await {
             Ok(diagnostics) => diagnostics,
             Err(error) => {
@@ -849,7 +841,7 @@ impl Session {
 
     /// The server's diagnostics for `uri` as a pull answers, or its error: `Ok(None)` when it
     /// does not answer pulls (or not with a full report).
-    pub(crate) async fn pull_answer(
+    pub async fn pull_answer(
         &self,
         uri: &Url,
         timeout: Duration,
@@ -910,7 +902,7 @@ impl Session {
     }
 
     /// Stops the server politely (`shutdown`, `exit`), then kills its process group.
-    pub(crate) async fn shutdown(&self) {
+    pub async fn shutdown(&self) {
         self.stopping.store(true, Ordering::Relaxed);
         let polite = async {
             if self
@@ -935,17 +927,17 @@ impl Session {
 
     /// Whether its process still runs: false as soon as it exited, even before the watcher
     /// reported the exit (a call a few milliseconds after a crash restarts it).
-    pub(crate) fn process_runs(&self) -> bool {
+    pub fn process_runs(&self) -> bool {
         self.shared.state().ended.is_none() && self.group.leader_runs()
     }
 
     /// Whether we asked it to stop (so its exit is no crash).
-    pub(crate) fn is_stopping(&self) -> bool {
+    pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::Relaxed)
     }
 
     /// Kills the process group at once.
-    pub(crate) fn kill(&self) {
+    pub fn kill(&self) {
         self.group.kill();
     }
 }

@@ -6,56 +6,56 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::config::{CheckerFormat, LspConfig, ServerOverride};
+use crate::config::{CheckerFormat, ClientConfig, ServerOverride};
 use crate::{Error, Result};
 
 /// One language server as the supervisor uses it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ServerSpec {
+pub struct ServerSpec {
     /// The name used in status, errors and the config, e.g. `rust-analyzer`.
-    pub(crate) name: String,
+    pub name: String,
     /// Extensions (no dot) and the LSP language id sent for each.
-    pub(crate) extensions: Vec<(String, String)>,
+    pub extensions: Vec<(String, String)>,
     /// Files or folders that mark a project root.
-    pub(crate) markers: Vec<String>,
+    pub markers: Vec<String>,
     /// Those of `markers` that make a root only where no folder above holds a marker too:
     /// `docs/requirements.txt` or a subfolder's `CMakeLists.txt` is part of the project
     /// above it, not a project of its own (a file belongs to its innermost real root).
-    pub(crate) weak_markers: Vec<String>,
+    pub weak_markers: Vec<String>,
     /// Which marker-holding ancestor is the root.
-    pub(crate) root_rule: RootRule,
+    pub root_rule: RootRule,
     /// The commands to try, in order; the first whose binary resolves is used.
-    pub(crate) candidates: Vec<Candidate>,
+    pub candidates: Vec<Candidate>,
     /// The project checker of `diagnostics "*"`.
-    pub(crate) checker: Option<CheckerSpec>,
+    pub checker: Option<CheckerSpec>,
     /// Extra environment for the server and its checker.
-    pub(crate) env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, String>,
     /// `initializationOptions`.
-    pub(crate) initialization_options: Option<Value>,
+    pub initialization_options: Option<Value>,
     /// Answers to `workspace/configuration`, keyed by section.
-    pub(crate) settings: Option<Value>,
+    pub settings: Option<Value>,
     /// When a freshly started server counts as ready for requests.
-    pub(crate) readiness: Readiness,
+    pub readiness: Readiness,
     /// Whether the server notices files changed on disk by itself (rust-analyzer runs its
     /// own watcher when the client offers none); for the others the session scans the root
     /// before each request and reports what changed.
-    pub(crate) watches_files: bool,
+    pub watches_files: bool,
     /// Whether a file's diagnostics are asked for rather than taken from the last publish:
     /// an answer is about the text just sent, with no guessing about publish timing.
-    pub(crate) pull: Pull,
+    pub pull: Pull,
     /// The project-wide check the server runs by itself after a change, which diagnostics on
     /// write waits for: until it ends, the server's publishes carry the previous check's
     /// findings (LSP-6).
-    pub(crate) check: Check,
+    pub check: Check,
     /// How the files a write did not touch but may have broken are found (SPEC section 11).
-    pub(crate) reach: Reach,
+    pub reach: Reach,
     /// What to tell someone whose machine lacks the binary.
-    pub(crate) install_hint: String,
+    pub install_hint: String,
 }
 
 /// How a file's diagnostics can be asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pull {
+pub enum Pull {
     /// They cannot: the server publishes them when it likes.
     None,
     /// `textDocument/diagnostic` (basedpyright answers it without advertising it).
@@ -74,7 +74,7 @@ pub(crate) enum Pull {
 
 /// A project-wide check a server runs by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Check {
+pub enum Check {
     /// None: a file's diagnostics come when it is synced.
     None,
     /// A check that starts when a file is saved (rust-analyzer's `cargo check`, its
@@ -88,7 +88,7 @@ pub(crate) enum Check {
 
 impl Check {
     /// Whether a progress token is this check's.
-    pub(crate) fn is_check_token(&self, token: &str) -> bool {
+    pub fn is_check_token(&self, token: &str) -> bool {
         match self {
             Check::None => false,
             Check::OnSave { token_prefix } => token.starts_with(token_prefix.as_str()),
@@ -99,7 +99,7 @@ impl Check {
 
 /// How the files a write did not touch are reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reach {
+pub enum Reach {
     /// The server's own check covers the project and publishes every file it checked
     /// (rust-analyzer's `cargo check`, basedpyright in workspace mode): the files it
     /// published about while checking the write are the ones.
@@ -112,11 +112,11 @@ pub(crate) enum Reach {
     Includers,
 }
 
-pub(crate) use tools_process::RootRule;
+pub use tools_process::RootRule;
 
 /// When a server counts as ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Readiness {
+pub enum Readiness {
     /// rust-analyzer's `experimental/serverStatus` says `quiescent`.
     ServerStatus,
     /// Once after start, no `$/progress` is running (servers that answer before they finish
@@ -133,20 +133,20 @@ pub(crate) enum Readiness {
 
 /// One way to start a server.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Candidate {
+pub struct Candidate {
     /// The program name (looked up) or a path (relative to the workspace root).
-    pub(crate) program: String,
+    pub program: String,
     /// Its arguments.
-    pub(crate) args: Vec<String>,
+    pub args: Vec<String>,
     /// Whether versioned names (`clangd-17`) count when the plain name is missing.
-    pub(crate) versioned: bool,
+    pub versioned: bool,
     /// How to ask the binary its version without starting a server.
-    pub(crate) version: VersionProbe,
+    pub version: VersionProbe,
 }
 
 /// How to learn a binary's version.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum VersionProbe {
+pub enum VersionProbe {
     /// Run the binary itself with these arguments.
     Args(Vec<String>),
     /// Run a program in the same folder (the CLI beside a `-langserver` script).
@@ -155,14 +155,14 @@ pub(crate) enum VersionProbe {
 
 /// A project checker: the commands to try and how to read them.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CheckerSpec {
-    pub(crate) candidates: Vec<Vec<String>>,
-    pub(crate) format: CheckerFormat,
+pub struct CheckerSpec {
+    pub candidates: Vec<Vec<String>>,
+    pub format: CheckerFormat,
 }
 
 impl ServerSpec {
     /// The language id for `path`, when this server handles it.
-    pub(crate) fn language_id(&self, path: &Path) -> Option<&str> {
+    pub fn language_id(&self, path: &Path) -> Option<&str> {
         let extension = path.extension()?.to_str()?;
         self.extensions
             .iter()
@@ -171,7 +171,7 @@ impl ServerSpec {
     }
 
     /// `.rs` or `.c, .h, .cc, …` for messages.
-    pub(crate) fn extension_list(&self) -> String {
+    pub fn extension_list(&self) -> String {
         let list: Vec<String> = self
             .extensions
             .iter()
@@ -202,7 +202,7 @@ fn candidate(program: &str, args: &[&str]) -> Candidate {
 }
 
 /// The built-in table (the issue's table, in its order).
-pub(crate) fn builtin() -> Vec<ServerSpec> {
+pub fn builtin() -> Vec<ServerSpec> {
     vec![
         ServerSpec {
             name: "rust-analyzer".into(),
@@ -443,7 +443,7 @@ fn rust_analyzer_settings() -> Value {
 }
 
 /// The built-in table with the config's overrides applied.
-pub(crate) fn table(config: &LspConfig) -> Result<Vec<ServerSpec>> {
+pub fn table(config: &ClientConfig) -> Result<Vec<ServerSpec>> {
     let mut servers = builtin();
     if config.all_features
         && let Some(rust) = servers.iter_mut().find(|s| s.name == "rust-analyzer")
@@ -588,6 +588,19 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
 mod tests {
     use super::*;
 
+    /// A configuration with these `[lsp.servers]` overrides, written as JSON.
+    fn with_servers(servers: Value) -> ClientConfig {
+        ClientConfig {
+            request_timeout: std::time::Duration::from_secs(30),
+            start_timeout: std::time::Duration::from_secs(60),
+            index_timeout: std::time::Duration::from_secs(120),
+            restart_budget: 3,
+            path: Vec::new(),
+            all_features: false,
+            servers: serde_json::from_value(servers).unwrap(),
+        }
+    }
+
     #[test]
     fn the_builtin_table_has_the_issues_servers_in_order() {
         let names: Vec<String> = builtin().into_iter().map(|s| s.name).collect();
@@ -616,15 +629,12 @@ mod tests {
 
     #[test]
     fn prod_6_overrides_replace_fields_and_add_servers() {
-        let config: LspConfig = serde_json::from_value(json!({
-            "servers": {
-                "clangd": { "command": ["clangd-17", "--background-index"] },
-                "gopls": { "enabled": false },
-                "zls": { "command": ["zls"], "extensions": ["zig"], "markers": ["build.zig"] },
-                "rust-analyzer": { "env": { "CARGO_TARGET_DIR": "target/ra" }, "checker": [] }
-            }
-        }))
-        .unwrap();
+        let config = with_servers(json!({
+            "clangd": { "command": ["clangd-17", "--background-index"] },
+            "gopls": { "enabled": false },
+            "zls": { "command": ["zls"], "extensions": ["zig"], "markers": ["build.zig"] },
+            "rust-analyzer": { "env": { "CARGO_TARGET_DIR": "target/ra" }, "checker": [] }
+        }));
         let servers = table(&config).unwrap();
         let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
@@ -652,10 +662,9 @@ mod tests {
 
     #[test]
     fn prod_6_a_new_server_without_a_command_is_a_config_error() {
-        let config: LspConfig = serde_json::from_value(json!({
-            "servers": { "zls": { "extensions": ["zig"], "markers": ["build.zig"] } }
-        }))
-        .unwrap();
+        let config = with_servers(json!({
+            "zls": { "extensions": ["zig"], "markers": ["build.zig"] }
+        }));
         assert_eq!(
             table(&config).unwrap_err().to_string(),
             "[lsp.servers.zls] in the config: `zls` is not a built-in server, so it needs \

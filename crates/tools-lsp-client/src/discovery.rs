@@ -19,7 +19,7 @@ const PROBE_OUTPUT: usize = 64 * 1024;
 
 /// What the binary lookup found.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Binary {
+pub enum Binary {
     /// A runnable server: its path and the whole command line.
     Found {
         path: PathBuf,
@@ -32,7 +32,7 @@ pub(crate) enum Binary {
 
 /// Resolves the server's binary for a project at `root` (rustup needs the folder to pick the
 /// toolchain).
-pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root: &Path) -> Binary {
+pub async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root: &Path) -> Binary {
     let mut proxy_problems = Vec::new();
     for candidate in &spec.candidates {
         let found = search.find(&candidate.program, root).or_else(|| {
@@ -142,13 +142,13 @@ async fn quick_output(program: &Path, args: &[String], cwd: &Path) -> Result<Run
 
 /// Versions by binary path, asked once per run: a probe spawns a process.
 #[derive(Debug, Default)]
-pub(crate) struct VersionCache {
+pub struct VersionCache {
     known: Mutex<HashMap<PathBuf, Option<String>>>,
 }
 
 impl VersionCache {
     /// The first line the binary prints about its version, if it says anything.
-    pub(crate) async fn version(&self, path: &Path, candidate: &Candidate) -> Option<String> {
+    pub async fn version(&self, path: &Path, candidate: &Candidate) -> Option<String> {
         if let Ok(known) = self.known.lock()
             && let Some(version) = known.get(path)
         {
@@ -180,7 +180,7 @@ impl VersionCache {
 }
 
 /// The project root of `spec` for `file` (LSP-2).
-pub(crate) fn root_for(spec: &ServerSpec, workspace_root: &Path, file: &Path) -> Option<PathBuf> {
+pub fn root_for(spec: &ServerSpec, workspace_root: &Path, file: &Path) -> Option<PathBuf> {
     let mut root = tools_process::root_for(&spec.markers, spec.root_rule, workspace_root, file)?;
     // A root marked only weakly belongs to the root above it, if there is one.
     while !is_own_project(spec, &root) {
@@ -211,7 +211,7 @@ fn is_own_project(spec: &ServerSpec, dir: &Path) -> bool {
 
 /// Every project root of `spec` in the workspace: a folder marked only weakly inside another
 /// root is part of that root, so no file is counted under two.
-pub(crate) fn scan_roots(spec: &ServerSpec, workspace_root: &Path) -> Vec<PathBuf> {
+pub fn scan_roots(spec: &ServerSpec, workspace_root: &Path) -> Vec<PathBuf> {
     let all = tools_process::scan_roots(&spec.markers, spec.root_rule, workspace_root);
     all.iter()
         .filter(|root| {
