@@ -31,7 +31,7 @@ pub struct Shared {
     /// The project-wide check the server runs by itself, if any.
     check: Check,
     /// The log line that says the server is ready (`Readiness::Logged`).
-    ready_log: Option<&'static str>,
+    ready_log: Option<String>,
     state: Mutex<ClientState>,
     changed: tokio::sync::watch::Sender<u64>,
 }
@@ -120,7 +120,7 @@ impl Shared {
         root_name: String,
         settings: Option<Value>,
         check: Check,
-        ready_log: Option<&'static str>,
+        ready_log: Option<String>,
     ) -> Arc<Self> {
         Arc::new(Shared {
             root_uri,
@@ -438,6 +438,7 @@ impl Shared {
                 tracing::debug!(method = %notification.method, kind, "{message}");
                 if self
                     .ready_log
+                    .as_deref()
                     .is_some_and(|needle| message.contains(needle))
                 {
                     self.update(|state| state.ready_logged = true);
@@ -645,7 +646,7 @@ mod tests {
             "project".into(),
             None,
             Check::None,
-            Some("source file"),
+            Some("source file".to_owned()),
         );
         shared.take(&notification(
             "window/logMessage",

@@ -230,7 +230,11 @@ mod tests {
     use crate::servers::builtin;
 
     fn spec(name: &str) -> ServerSpec {
-        builtin().into_iter().find(|s| s.name == name).unwrap()
+        builtin()
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap()
     }
 
     fn tree(files: &[&str]) -> tempfile::TempDir {

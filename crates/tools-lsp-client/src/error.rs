@@ -10,6 +10,15 @@ pub enum Error {
     /// `agent-tools.toml` describes a server we cannot use.
     #[error("[lsp.servers.{server}] in the config: {problem}")]
     Config { server: String, problem: String },
+    /// The embedded `servers.toml` does not parse: a bug of the build, not of the project.
+    #[error(
+        "the built-in server table (servers.toml) is invalid, which is a bug of agent-tools; \
+         add the servers under [lsp.servers.NAME] in the config meanwhile: {source}"
+    )]
+    BuiltinTable {
+        #[source]
+        source: toml::de::Error,
+    },
     /// No server can serve this file, and the message says why (LSP-2).
     #[error("{0}")]
     Unusable(String),

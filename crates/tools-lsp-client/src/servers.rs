@@ -6,6 +6,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+pub use builtin::builtin;
+
+mod builtin;
+
 use crate::config::{CheckerFormat, ClientConfig, ServerOverride};
 use crate::{Error, Result};
 
@@ -115,7 +119,7 @@ pub enum Reach {
 pub use tools_process::RootRule;
 
 /// When a server counts as ready.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Readiness {
     /// rust-analyzer's `experimental/serverStatus` says `quiescent`.
     ServerStatus,
@@ -128,7 +132,7 @@ pub enum Readiness {
     /// files", after which its workspace-wide answers cover the project; before it, a
     /// workspace symbol search sees only the open files and answers "none"), or, for a
     /// server that never says it, once nothing has been in progress for a while.
-    Logged(&'static str),
+    Logged(String),
 }
 
 /// One way to start a server.
@@ -181,270 +185,9 @@ impl ServerSpec {
     }
 }
 
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| (*s).to_owned()).collect()
-}
-
-fn extensions(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(extension, id)| ((*extension).to_owned(), (*id).to_owned()))
-        .collect()
-}
-
-fn candidate(program: &str, args: &[&str]) -> Candidate {
-    Candidate {
-        program: program.to_owned(),
-        args: strings(args),
-        versioned: false,
-        version: VersionProbe::Args(strings(&["--version"])),
-    }
-}
-
-/// The built-in table (the issue's table, in its order).
-pub fn builtin() -> Vec<ServerSpec> {
-    vec![
-        ServerSpec {
-            name: "rust-analyzer".into(),
-            extensions: extensions(&[("rs", "rust")]),
-            markers: strings(&["Cargo.toml", "rust-project.json"]),
-            weak_markers: Vec::new(),
-            root_rule: RootRule::Outermost,
-            candidates: vec![candidate("rust-analyzer", &[])],
-            checker: Some(CheckerSpec {
-                // Every member, every target (tests, benches, examples), and past the
-                // first crate that fails, so a broken library does not hide its tests.
-                candidates: vec![strings(&[
-                    "cargo",
-                    "check",
-                    "--workspace",
-                    "--all-targets",
-                    "--keep-going",
-                    "--message-format=json",
-                ])],
-                format: CheckerFormat::CargoJson,
-            }),
-            env: BTreeMap::new(),
-            // Workspace symbol search covers functions too, not only types. Its scope stays the
-            // workspace: with dependencies included, rust-analyzer fills its result limit with
-            // fuzzy matches from the standard library before the workspace's own symbols.
-            initialization_options: Some(rust_analyzer_settings()),
-            settings: Some(json!({ "rust-analyzer": rust_analyzer_settings() })),
-            readiness: Readiness::ServerStatus,
-            watches_files: true,
-            pull: Pull::Analysis,
-            check: Check::OnSave {
-                token_prefix: "rust-analyzer/flycheck".into(),
-            },
-            reach: Reach::Publishes,
-            install_hint: "install it with `rustup component add rust-analyzer`".into(),
-        },
-        ServerSpec {
-            name: "basedpyright".into(),
-            extensions: extensions(&[("py", "python"), ("pyi", "python")]),
-            markers: strings(&[
-                "pyproject.toml",
-                "setup.py",
-                "setup.cfg",
-                "requirements.txt",
-                "pyrightconfig.json",
-            ]),
-            weak_markers: strings(&["setup.cfg", "requirements.txt"]),
-            root_rule: RootRule::Nearest,
-            candidates: vec![
-                Candidate {
-                    program: "basedpyright-langserver".into(),
-                    args: strings(&["--stdio"]),
-                    versioned: false,
-                    version: VersionProbe::Sibling {
-                        program: "basedpyright".into(),
-                        args: strings(&["--version"]),
-                    },
-                },
-                Candidate {
-                    program: "pyright-langserver".into(),
-                    args: strings(&["--stdio"]),
-                    versioned: false,
-                    version: VersionProbe::Sibling {
-                        program: "pyright".into(),
-                        args: strings(&["--version"]),
-                    },
-                },
-            ],
-            checker: Some(CheckerSpec {
-                candidates: vec![
-                    strings(&["basedpyright", "--outputjson"]),
-                    strings(&["pyright", "--outputjson"]),
-                ],
-                format: CheckerFormat::PyrightJson,
-            }),
-            env: BTreeMap::new(),
-            initialization_options: None,
-            // Workspace mode: the server checks every file of the project, as the CLI does,
-            // re-checks the importers of a changed file through its own import graph (stubs
-            // and `*` re-exports included), and publishes each file it checked — the whole
-            // project's truth after a write, not only the open files'.
-            settings: Some(json!({
-                "basedpyright": { "analysis": { "diagnosticMode": "workspace" } },
-                "python": { "analysis": { "diagnosticMode": "workspace" } }
-            })),
-            readiness: Readiness::Logged("source file"),
-            watches_files: false,
-            pull: Pull::Lsp,
-            check: Check::OnChange,
-            reach: Reach::Publishes,
-            install_hint:
-                "install it into the project's virtualenv with `pip install basedpyright` \
-                           (`pip install pyright` works too)"
-                    .into(),
-        },
-        ServerSpec {
-            name: "typescript-language-server".into(),
-            extensions: extensions(&[
-                ("ts", "typescript"),
-                ("tsx", "typescriptreact"),
-                ("mts", "typescript"),
-                ("cts", "typescript"),
-                ("js", "javascript"),
-                ("jsx", "javascriptreact"),
-                ("mjs", "javascript"),
-                ("cjs", "javascript"),
-            ]),
-            markers: strings(&["tsconfig.json", "jsconfig.json", "package.json"]),
-            weak_markers: Vec::new(),
-            root_rule: RootRule::Nearest,
-            candidates: vec![candidate("typescript-language-server", &["--stdio"])],
-            checker: Some(CheckerSpec {
-                candidates: vec![strings(&["tsc", "--noEmit", "--pretty", "false"])],
-                format: CheckerFormat::Tsc,
-            }),
-            env: BTreeMap::new(),
-            // One tsserver for everything: with a separate syntax server (the default), requests
-            // made while the project loads get syntax-only answers (`import add` as the
-            // definition of `add`), which look like real answers.
-            initialization_options: Some(json!({ "tsserver": { "useSyntaxServer": "never" } })),
-            settings: None,
-            readiness: Readiness::FirstIdle,
-            watches_files: false,
-            pull: Pull::TsServer,
-            check: Check::None,
-            reach: Reach::Importers,
-            install_hint: "install it with `npm install -g typescript-language-server typescript` \
-                           (or into the project's node_modules)"
-                .into(),
-        },
-        ServerSpec {
-            name: "clangd".into(),
-            extensions: extensions(&[
-                ("c", "c"),
-                ("h", "c"),
-                ("cc", "cpp"),
-                ("cpp", "cpp"),
-                ("cxx", "cpp"),
-                ("c++", "cpp"),
-                ("hh", "cpp"),
-                ("hpp", "cpp"),
-                ("hxx", "cpp"),
-                ("m", "objective-c"),
-                ("mm", "objective-cpp"),
-            ]),
-            markers: strings(&[
-                "compile_commands.json",
-                "compile_flags.txt",
-                ".clangd",
-                "CMakeLists.txt",
-                "build/compile_commands.json",
-            ]),
-            weak_markers: strings(&[".clangd", "CMakeLists.txt"]),
-            root_rule: RootRule::Nearest,
-            candidates: vec![Candidate {
-                versioned: true,
-                ..candidate("clangd", &[])
-            }],
-            checker: None,
-            env: BTreeMap::new(),
-            initialization_options: None,
-            settings: None,
-            // clangd answers from the open file's AST while its background index runs;
-            // waiting for that index would stall every hover on a large project.
-            readiness: Readiness::Immediate,
-            watches_files: false,
-            pull: Pull::None,
-            check: Check::None,
-            reach: Reach::Includers,
-            install_hint: "install clangd from your distribution (e.g. `apt-get install clangd`)"
-                .into(),
-        },
-        ServerSpec {
-            name: "gopls".into(),
-            extensions: extensions(&[("go", "go")]),
-            markers: strings(&["go.work", "go.mod"]),
-            weak_markers: Vec::new(),
-            root_rule: RootRule::Nearest,
-            candidates: vec![Candidate {
-                version: VersionProbe::Args(strings(&["version"])),
-                ..candidate("gopls", &[])
-            }],
-            checker: Some(CheckerSpec {
-                candidates: vec![strings(&["go", "vet", "./..."])],
-                format: CheckerFormat::Lines,
-            }),
-            env: BTreeMap::new(),
-            initialization_options: None,
-            settings: None,
-            readiness: Readiness::FirstIdle,
-            watches_files: false,
-            pull: Pull::None,
-            check: Check::None,
-            reach: Reach::Publishes,
-            install_hint: "install it with `go install golang.org/x/tools/gopls@latest`".into(),
-        },
-        ServerSpec {
-            name: "dart".into(),
-            extensions: extensions(&[("dart", "dart")]),
-            markers: strings(&["pubspec.yaml"]),
-            weak_markers: Vec::new(),
-            root_rule: RootRule::Nearest,
-            candidates: vec![candidate("dart", &["language-server"])],
-            checker: Some(CheckerSpec {
-                candidates: vec![strings(&["dart", "analyze", "--format=machine"])],
-                format: CheckerFormat::DartMachine,
-            }),
-            env: BTreeMap::new(),
-            initialization_options: None,
-            settings: None,
-            readiness: Readiness::FirstIdle,
-            watches_files: false,
-            pull: Pull::None,
-            check: Check::None,
-            reach: Reach::Publishes,
-            install_hint: "install the Dart or Flutter SDK so that `dart` is on PATH".into(),
-        },
-    ]
-}
-
-fn rust_analyzer_settings() -> Value {
-    json!({
-        // Every member and target (rust-analyzer adds `--keep-going` itself, so a broken
-        // library does not stop the check of the rest).
-        "check": {
-            "allTargets": true,
-            "workspace": true
-        },
-        "workspace": {
-            "symbol": {
-                "search": {
-                    "kind": "all_symbols",
-                    "limit": 256
-                }
-            }
-        }
-    })
-}
-
 /// The built-in table with the config's overrides applied.
 pub fn table(config: &ClientConfig) -> Result<Vec<ServerSpec>> {
-    let mut servers = builtin();
+    let mut servers = builtin()?;
     if config.all_features
         && let Some(rust) = servers.iter_mut().find(|s| s.name == "rust-analyzer")
     {
@@ -603,7 +346,7 @@ mod tests {
 
     #[test]
     fn the_builtin_table_has_the_issues_servers_in_order() {
-        let names: Vec<String> = builtin().into_iter().map(|s| s.name).collect();
+        let names: Vec<String> = builtin().unwrap().into_iter().map(|s| s.name).collect();
         assert_eq!(
             names,
             [
@@ -620,7 +363,7 @@ mod tests {
     #[test]
     fn every_extension_belongs_to_one_server() {
         let mut seen = std::collections::HashSet::new();
-        for spec in builtin() {
+        for spec in builtin().unwrap() {
             for (extension, _) in &spec.extensions {
                 assert!(seen.insert(extension.clone()), "{extension} twice");
             }

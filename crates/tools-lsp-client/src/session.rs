@@ -194,8 +194,8 @@ impl Session {
             root_name.clone(),
             spec.settings.clone(),
             spec.check.clone(),
-            match spec.readiness {
-                Readiness::Logged(needle) => Some(needle),
+            match &spec.readiness {
+                Readiness::Logged(needle) => Some(needle.clone()),
                 _ => None,
             },
         );
@@ -312,7 +312,7 @@ impl Session {
             }
         };
         let since_init = self.initialized_at.elapsed();
-        match self.spec.readiness {
+        match &self.spec.readiness {
             Readiness::Immediate => Activity::Ready,
             Readiness::ServerStatus => match &state.server_status {
                 Some(status) if status.quiescent => Activity::Ready,

@@ -231,6 +231,7 @@ mod tests {
         std::fs::write(root.join("stack.c"), "void renamed(Stack *s) {}\n").unwrap();
         std::fs::write(root.join("notes.md"), "ts_stack_halt\n").unwrap();
         let spec = tools_lsp_client::builtin_servers()
+            .unwrap()
             .into_iter()
             .find(|s| s.name == "clangd")
             .unwrap();
