@@ -520,7 +520,7 @@ pub enum RequestError {
     /// The server answered with an error.
     Response(ResponseError),
     /// The answer did not decode.
-    Decode(String),
+    Decode(serde_json::Error),
 }
 
 /// The sending half of a connection: requests with ids we know, so they can be cancelled.
@@ -593,7 +593,7 @@ impl Connection {
 fn classify(error: async_lsp::Error) -> RequestError {
     match error {
         async_lsp::Error::Response(response) => RequestError::Response(response),
-        async_lsp::Error::Deserialize(error) => RequestError::Decode(error.to_string()),
+        async_lsp::Error::Deserialize(error) => RequestError::Decode(error),
         _ => RequestError::Stopped,
     }
 }

@@ -19,7 +19,7 @@ pub use crate::{
     config::{CheckerFormat, ClientConfig, ServerOverride},
     discovery::scan_roots,
     encoding::{Encoding, lines, offset},
-    error::{Error, Result},
+    error::{AnswerError, Error, Result},
     servers::{Check, CheckerSpec, Pull, Reach, ServerSpec, builtin as builtin_servers},
     session::{Activity, Session, Synced},
     supervisor::{Context, ServerReport, SessionReport, Supervisor},

@@ -5,7 +5,7 @@
 use tools_core::ToolError;
 
 /// A failure of the language-server family outside a tool's own answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// A setting outside the server table is unusable.
     #[error("{setting} in the config: {problem}")]
