@@ -481,7 +481,7 @@ fn token_key(token: &Value) -> String {
 struct Stop;
 
 /// What the router holds: the shared state, and a socket of its own.
-pub struct RouterState {
+pub(crate) struct RouterState {
     shared: Arc<Shared>,
     /// async-lsp's loop treats "every socket dropped" as a bug and panics; holding one here
     /// keeps the loop alive until the server's output ends (its process is killed) or we
@@ -490,7 +490,7 @@ pub struct RouterState {
 }
 
 /// Builds the client main loop; the router's state is the shared state.
-pub fn main_loop(shared: Arc<Shared>) -> (MainLoop<Router<RouterState>>, ServerSocket) {
+pub(crate) fn main_loop(shared: Arc<Shared>) -> (MainLoop<Router<RouterState>>, ServerSocket) {
     MainLoop::new_client(move |socket| {
         let mut router = Router::new(RouterState {
             shared,
@@ -512,7 +512,7 @@ pub fn main_loop(shared: Arc<Shared>) -> (MainLoop<Router<RouterState>>, ServerS
 
 /// Why a request did not produce a result.
 #[derive(Debug)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// No answer in time; a `$/cancelRequest` was sent.
     Timeout,
     /// The connection is gone.
@@ -524,7 +524,7 @@ pub enum RequestError {
 }
 
 /// The sending half of a connection: requests with ids we know, so they can be cancelled.
-pub struct Connection {
+pub(crate) struct Connection {
     socket: ServerSocket,
     next_id: Mutex<i32>,
     /// Nanoseconds spent waiting for this server's answers, summed over the run (the
@@ -533,7 +533,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(socket: ServerSocket, server_nanos: Arc<AtomicU64>) -> Self {
+    pub(crate) fn new(socket: ServerSocket, server_nanos: Arc<AtomicU64>) -> Self {
         Connection {
             socket,
             next_id: Mutex::new(0),
@@ -542,7 +542,7 @@ impl Connection {
     }
 
     /// Sends a request and waits up to `timeout` for its answer.
-    pub async fn request<R: Request>(
+    pub(crate) async fn request<R: Request>(
         &self,
         params: R::Params,
         timeout: Duration,
@@ -580,12 +580,12 @@ impl Connection {
     }
 
     /// Sends a notification; false when the connection is gone.
-    pub fn notify<N: Notification>(&self, params: N::Params) -> bool {
+    pub(crate) fn notify<N: Notification>(&self, params: N::Params) -> bool {
         self.socket.notify::<N>(params).is_ok()
     }
 
     /// Ends the main loop after the messages already queued.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let _ = self.socket.emit(Stop);
     }
 }

@@ -19,7 +19,7 @@ const PROBE_OUTPUT: usize = 64 * 1024;
 
 /// What the binary lookup found.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Binary {
+pub(crate) enum Binary {
     /// A runnable server: its path and the whole command line.
     Found {
         path: PathBuf,
@@ -32,7 +32,7 @@ pub enum Binary {
 
 /// Resolves the server's binary for a project at `root` (rustup needs the folder to pick the
 /// toolchain).
-pub async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root: &Path) -> Binary {
+pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root: &Path) -> Binary {
     let mut proxy_problems = Vec::new();
     for candidate in &spec.candidates {
         let found = search.find(&candidate.program, root).or_else(|| {
@@ -180,7 +180,7 @@ impl VersionCache {
 }
 
 /// The project root of `spec` for `file` (LSP-2).
-pub fn root_for(spec: &ServerSpec, workspace_root: &Path, file: &Path) -> Option<PathBuf> {
+pub(crate) fn root_for(spec: &ServerSpec, workspace_root: &Path, file: &Path) -> Option<PathBuf> {
     let mut root = tools_process::root_for(&spec.markers, spec.root_rule, workspace_root, file)?;
     // A root marked only weakly belongs to the root above it, if there is one.
     while !is_own_project(spec, &root) {

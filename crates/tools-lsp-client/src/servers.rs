@@ -116,7 +116,7 @@ pub enum Reach {
     Includers,
 }
 
-pub use tools_process::RootRule;
+pub(crate) use tools_process::RootRule;
 
 /// When a server counts as ready.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,7 +186,7 @@ impl ServerSpec {
 }
 
 /// The built-in table with the config's overrides applied.
-pub fn table(config: &ClientConfig) -> Result<Vec<ServerSpec>> {
+pub(crate) fn table(config: &ClientConfig) -> Result<Vec<ServerSpec>> {
     let mut servers = builtin()?;
     if config.all_features
         && let Some(rust) = servers.iter_mut().find(|s| s.name == "rust-analyzer")
