@@ -12,7 +12,7 @@ use serde::Serialize;
 use tools_core::{Change, FileChange, ToolError, Workspace};
 
 use crate::edit::plan;
-use crate::session::Session;
+use tools_lsp_client::Session;
 
 /// One file an applied edit changed.
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tools_process::{Command, RunLimits, SearchPath, run_to_end};
 
-use crate::config::CheckerFormat;
-use crate::servers::ServerSpec;
+use tools_lsp_client::CheckerFormat;
+use tools_lsp_client::ServerSpec;
 
 /// One finding of a checker.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
+use tools_lsp_client::{ClientConfig, ServerOverride};
 
 /// How the language-server family behaves; every field has a default.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -101,7 +102,20 @@ impl LspConfig {
                 ),
             });
         }
-        crate::servers::table(self).map(|_| ())
+        Ok(self.client().validate()?)
+    }
+
+    /// What the client machinery needs of it (the rest is the tools').
+    pub(crate) fn client(&self) -> ClientConfig {
+        ClientConfig {
+            request_timeout: self.request_timeout(),
+            start_timeout: self.start_timeout(),
+            index_timeout: self.index_timeout(),
+            restart_budget: self.restart_budget,
+            path: self.path.clone(),
+            all_features: self.all_features,
+            servers: self.servers.clone(),
+        }
     }
 
     pub(crate) fn request_timeout(&self) -> Duration {
@@ -119,48 +133,4 @@ impl LspConfig {
     pub(crate) fn checker_timeout(&self) -> Duration {
         Duration::from_secs(self.checker_timeout_seconds.max(1))
     }
-}
-
-/// `[lsp.servers.NAME]`: any field left out keeps the built-in value. A name that is not
-/// built in defines a new server and then needs `command`, `extensions` and `markers`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServerOverride {
-    /// `false` takes the server out of the table.
-    pub enabled: Option<bool>,
-    /// The command line that starts the server, e.g. `["clangd-17", "--background-index"]`.
-    pub command: Option<Vec<String>>,
-    /// File name extensions (without the dot) this server handles.
-    pub extensions: Option<Vec<String>>,
-    /// The LSP language id sent for its files (default: the extension).
-    pub language_id: Option<String>,
-    /// Files or folders whose presence marks a project root, e.g. `["go.mod"]`.
-    pub markers: Option<Vec<String>>,
-    /// The project checker `diagnostics "*"` runs in the root; an empty list removes it.
-    pub checker: Option<Vec<String>>,
-    /// How to read the checker's output.
-    pub checker_format: Option<CheckerFormat>,
-    /// Extra environment variables for the server and its checker.
-    pub env: BTreeMap<String, String>,
-    /// `initializationOptions` sent in `initialize`.
-    pub initialization_options: Option<serde_json::Value>,
-    /// What the server gets when it asks `workspace/configuration`, as one object whose
-    /// top-level keys are sections (e.g. `{"rust-analyzer": {...}}`).
-    pub settings: Option<serde_json::Value>,
-}
-
-/// How a project checker's output is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CheckerFormat {
-    /// `cargo check --message-format=json`.
-    CargoJson,
-    /// `pyright --outputjson` / `basedpyright --outputjson`.
-    PyrightJson,
-    /// `tsc --pretty false`: `file(line,col): error TS1234: message`.
-    Tsc,
-    /// `dart analyze --format=machine`: `SEVERITY|TYPE|CODE|FILE|LINE|COL|LENGTH|MESSAGE`.
-    DartMachine,
-    /// Compiler-style lines, `file:line[:col]: message`, as `go vet` and most linters print.
-    Lines,
 }

@@ -13,7 +13,7 @@ use ast_grep_language::SupportLang;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::servers::ServerSpec;
+use tools_lsp_client::ServerSpec;
 
 /// Folders whose files are not the project's own: a rename does not reach them.
 const NOT_SEARCHED: &[&str] = &[
@@ -230,7 +230,8 @@ mod tests {
         .unwrap();
         std::fs::write(root.join("stack.c"), "void renamed(Stack *s) {}\n").unwrap();
         std::fs::write(root.join("notes.md"), "ts_stack_halt\n").unwrap();
-        let spec = crate::servers::builtin()
+        let spec = tools_lsp_client::builtin_servers()
+            .unwrap()
             .into_iter()
             .find(|s| s.name == "clangd")
             .unwrap();

@@ -6,9 +6,7 @@
 
 mod apply;
 mod checker;
-mod client;
 mod config;
-mod discovery;
 mod edit;
 mod error;
 mod family;
@@ -23,13 +21,11 @@ mod render;
 mod report;
 mod reported;
 mod select;
-mod servers;
-mod session;
 mod stubs;
 mod supervisor;
 
 pub use crate::{
-    config::{CheckerFormat, LspConfig, OnWriteConfig, ServerOverride},
+    config::{LspConfig, OnWriteConfig},
     error::{Error, Result},
     leftovers::{Leftover, LeftoverKind},
     lsp::{
@@ -39,10 +35,14 @@ pub use crate::{
     lsp_rename::{LspRename, LspRenameInput, LspRenameOutput, RenamedFile},
     on_write::DiagnosticsOnWrite,
     render::Place,
-    supervisor::{LspSupervisor, ServerReport, SessionReport},
+    supervisor::LspSupervisor,
 };
 
 pub use crate::family::LspFamily;
+
+// The server table's configuration and the status reports belong to the client machinery;
+// the umbrella and the config file name them through this crate.
+pub use tools_lsp_client::{CheckerFormat, ServerOverride, ServerReport, SessionReport};
 
 use std::sync::Arc;
 

@@ -21,7 +21,8 @@ use self::answer::LspAnswer;
 pub(crate) use self::ask::actions_at;
 use self::request::LspRequest;
 use crate::render::Place;
-use crate::supervisor::{LspSupervisor, ServerReport};
+use crate::supervisor::LspSupervisor;
+use tools_lsp_client::ServerReport;
 
 /// Ask the project's language server: definitions, types, implementations, references,
 /// hover (signature, docs), outlines, symbol search, quick fixes, errors.
@@ -252,7 +253,7 @@ impl Lsp {
                     .await?,
             ),
             LspRequest::Status => LspAnswer::Status(
-                self.supervisor.status().await?,
+                self.supervisor.client().status().await?,
                 tools_process::containment(),
             ),
             LspRequest::Reload { file } => {
@@ -270,13 +271,13 @@ impl Lsp {
             Some(file) => {
                 let path = workspace.resolve(file)?;
                 let shown = workspace.display(&path);
-                let spec = self.supervisor.route(&path, &shown)?;
-                let root = self.supervisor.root(&spec, &path, &shown)?;
+                let spec = self.supervisor.client().route(&path, &shown)?;
+                let root = self.supervisor.client().root(&spec, &path, &shown)?;
                 Some((spec, root))
             }
             None => None,
         };
-        Ok(self.supervisor.reload(only).await?)
+        Ok(self.supervisor.client().reload(only).await?)
     }
 }
 

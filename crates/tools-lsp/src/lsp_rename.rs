@@ -16,8 +16,8 @@ use crate::apply::apply_edit;
 use crate::leftovers::{Found, Leftover, LeftoverKind};
 use crate::render::{plural, quote};
 use crate::select::per_file_counts;
-use crate::session::Session;
 use crate::supervisor::LspSupervisor;
+use tools_lsp_client::Session;
 
 /// How many remaining occurrences of the old name a rename lists.
 const REMAINING_CAP: usize = 10;

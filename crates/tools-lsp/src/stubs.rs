@@ -15,7 +15,7 @@ use async_lsp::lsp_types::{
     TextDocumentPositionParams, Url, WorkDoneProgressParams,
 };
 
-use crate::session::Session;
+use tools_lsp_client::Session;
 
 /// A symbol's declaration in the stub that shadows its implementation.
 #[derive(Debug, Clone)]

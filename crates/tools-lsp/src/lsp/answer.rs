@@ -4,7 +4,7 @@
 use super::request::Navigation;
 use super::{ActionItem, DiagnosticItem, LspOutput, Operation, SeverityFilter, SymbolItem};
 use crate::render::{Place, plural};
-use crate::supervisor::ServerReport;
+use tools_lsp_client::ServerReport;
 
 /// The answer of one `lsp` call.
 #[derive(Debug, Clone)]

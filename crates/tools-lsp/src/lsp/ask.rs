@@ -237,7 +237,7 @@ impl Lsp {
 pub(crate) async fn actions_at(
     opened: &Opened,
     target: &Target,
-) -> crate::Result<Vec<CodeActionOrCommand>> {
+) -> tools_lsp_client::Result<Vec<CodeActionOrCommand>> {
     let session = &opened.session;
     let uri = &opened.synced.uri;
     let line = target.line;

@@ -12,8 +12,8 @@ use super::{DiagnosticItem, Lsp, SeverityFilter, with_progress};
 use crate::position::lines;
 use crate::render::{Quoter, capped_note, code_text, one_line, plural, severity_name};
 use crate::select::{Page, page_indices, page_note, per_file_counts};
-use crate::servers::Pull;
 use crate::supervisor::Opened;
+use tools_lsp_client::Pull;
 
 /// How many diagnostics of one file are listed.
 const FILE_DIAGNOSTICS_CAP: usize = 100;
@@ -34,7 +34,7 @@ impl Lsp {
     ) -> Result<FileDiagnostics, ToolError> {
         let opened = self.supervisor.open(workspace, file).await?;
         let mut notes = opened.notes.clone();
-        let wait = PUBLISH_WAIT.min(self.supervisor.context().config.request_timeout());
+        let wait = PUBLISH_WAIT.min(self.supervisor.config().request_timeout());
         let (diagnostics, note) = current_diagnostics(&opened, wait).await;
         notes.extend(note);
         let line_texts = lines(&opened.synced.text);
@@ -90,11 +90,11 @@ impl Lsp {
         page: Page,
         severity: Option<SeverityFilter>,
     ) -> Result<Check, ToolError> {
-        let context = self.supervisor.context();
+        let context = self.supervisor.client().context();
         let mut runs = Vec::new();
         let mut skipped = Vec::new();
         for spec in &context.servers {
-            let roots = crate::discovery::scan_roots(spec, &context.workspace_root);
+            let roots = tools_lsp_client::scan_roots(spec, &context.workspace_root);
             if roots.is_empty() {
                 continue;
             }
@@ -107,7 +107,7 @@ impl Lsp {
             }
             for root in roots.iter().take(ROOTS_CHECKED) {
                 let search = context.search_path(Some(root));
-                let timeout = context.config.checker_timeout();
+                let timeout = self.supervisor.config().checker_timeout();
                 let what = format!(
                     "running the project checker of {} in {}",
                     spec.name,

@@ -16,7 +16,7 @@ use super::view::project_view_note;
 use super::{Lsp, SymbolItem};
 use crate::render::{Quoter, kind_name};
 use crate::select::{Page, Rank, outline_indices, outline_ranks, page_note};
-use crate::servers::ServerSpec;
+use tools_lsp_client::ServerSpec;
 
 impl Lsp {
     pub(super) async fn file_symbols(
@@ -127,9 +127,9 @@ impl Lsp {
         let mut sessions = Vec::new();
         let mut notes = Vec::new();
         let mut problems = Vec::new();
-        let context = self.supervisor.context();
+        let context = self.supervisor.client().context();
         for spec in &context.servers {
-            let roots = crate::discovery::scan_roots(spec, &context.workspace_root);
+            let roots = tools_lsp_client::scan_roots(spec, &context.workspace_root);
             let Some(root) = roots.first() else {
                 continue;
             };

@@ -8,7 +8,7 @@ use crate::render::read_text;
 /// One line for an answer that may be incomplete because of how the server sees the project:
 /// clangd without a compilation database knows only the files opened in this run; a pyright
 /// `include` narrows the project to some folders.
-pub(super) fn project_view_note(session: &crate::session::Session) -> Option<String> {
+pub(super) fn project_view_note(session: &tools_lsp_client::Session) -> Option<String> {
     let root = &session.root;
     match session.spec.name.as_str() {
         "clangd" => {

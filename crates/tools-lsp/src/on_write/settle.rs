@@ -20,11 +20,11 @@ use async_lsp::lsp_types::{Diagnostic, Url};
 use tokio::time::Instant;
 
 use super::Target;
-use crate::Error;
-use crate::client::Checks;
 use crate::render::{code_text, merge_passes, one_line};
-use crate::servers::{Check, Pull};
-use crate::session::{Activity, Session};
+use tools_lsp_client::Checks;
+use tools_lsp_client::Error;
+use tools_lsp_client::{Activity, Session};
+use tools_lsp_client::{Check, Pull};
 
 /// How long a file stays quiet after its server's check ended before it counts as settled:
 /// the check's last publishes can trail its end (basedpyright sends them asynchronously).

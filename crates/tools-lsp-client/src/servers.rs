@@ -6,56 +6,60 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::config::{CheckerFormat, LspConfig, ServerOverride};
+pub use builtin::builtin;
+
+mod builtin;
+
+use crate::config::{CheckerFormat, ClientConfig, ServerOverride};
 use crate::{Error, Result};
 
 /// One language server as the supervisor uses it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ServerSpec {
+pub struct ServerSpec {
     /// The name used in status, errors and the config, e.g. `rust-analyzer`.
-    pub(crate) name: String,
+    pub name: String,
     /// Extensions (no dot) and the LSP language id sent for each.
-    pub(crate) extensions: Vec<(String, String)>,
+    pub extensions: Vec<(String, String)>,
     /// Files or folders that mark a project root.
-    pub(crate) markers: Vec<String>,
+    pub markers: Vec<String>,
     /// Those of `markers` that make a root only where no folder above holds a marker too:
     /// `docs/requirements.txt` or a subfolder's `CMakeLists.txt` is part of the project
     /// above it, not a project of its own (a file belongs to its innermost real root).
-    pub(crate) weak_markers: Vec<String>,
+    pub weak_markers: Vec<String>,
     /// Which marker-holding ancestor is the root.
-    pub(crate) root_rule: RootRule,
+    pub root_rule: RootRule,
     /// The commands to try, in order; the first whose binary resolves is used.
-    pub(crate) candidates: Vec<Candidate>,
+    pub candidates: Vec<Candidate>,
     /// The project checker of `diagnostics "*"`.
-    pub(crate) checker: Option<CheckerSpec>,
+    pub checker: Option<CheckerSpec>,
     /// Extra environment for the server and its checker.
-    pub(crate) env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, String>,
     /// `initializationOptions`.
-    pub(crate) initialization_options: Option<Value>,
+    pub initialization_options: Option<Value>,
     /// Answers to `workspace/configuration`, keyed by section.
-    pub(crate) settings: Option<Value>,
+    pub settings: Option<Value>,
     /// When a freshly started server counts as ready for requests.
-    pub(crate) readiness: Readiness,
+    pub readiness: Readiness,
     /// Whether the server notices files changed on disk by itself (rust-analyzer runs its
     /// own watcher when the client offers none); for the others the session scans the root
     /// before each request and reports what changed.
-    pub(crate) watches_files: bool,
+    pub watches_files: bool,
     /// Whether a file's diagnostics are asked for rather than taken from the last publish:
     /// an answer is about the text just sent, with no guessing about publish timing.
-    pub(crate) pull: Pull,
+    pub pull: Pull,
     /// The project-wide check the server runs by itself after a change, which diagnostics on
     /// write waits for: until it ends, the server's publishes carry the previous check's
     /// findings (LSP-6).
-    pub(crate) check: Check,
+    pub check: Check,
     /// How the files a write did not touch but may have broken are found (SPEC section 11).
-    pub(crate) reach: Reach,
+    pub reach: Reach,
     /// What to tell someone whose machine lacks the binary.
-    pub(crate) install_hint: String,
+    pub install_hint: String,
 }
 
 /// How a file's diagnostics can be asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pull {
+pub enum Pull {
     /// They cannot: the server publishes them when it likes.
     None,
     /// `textDocument/diagnostic` (basedpyright answers it without advertising it).
@@ -74,7 +78,7 @@ pub(crate) enum Pull {
 
 /// A project-wide check a server runs by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Check {
+pub enum Check {
     /// None: a file's diagnostics come when it is synced.
     None,
     /// A check that starts when a file is saved (rust-analyzer's `cargo check`, its
@@ -88,7 +92,7 @@ pub(crate) enum Check {
 
 impl Check {
     /// Whether a progress token is this check's.
-    pub(crate) fn is_check_token(&self, token: &str) -> bool {
+    pub fn is_check_token(&self, token: &str) -> bool {
         match self {
             Check::None => false,
             Check::OnSave { token_prefix } => token.starts_with(token_prefix.as_str()),
@@ -99,7 +103,7 @@ impl Check {
 
 /// How the files a write did not touch are reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reach {
+pub enum Reach {
     /// The server's own check covers the project and publishes every file it checked
     /// (rust-analyzer's `cargo check`, basedpyright in workspace mode): the files it
     /// published about while checking the write are the ones.
@@ -115,8 +119,8 @@ pub(crate) enum Reach {
 pub(crate) use tools_process::RootRule;
 
 /// When a server counts as ready.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Readiness {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
     /// rust-analyzer's `experimental/serverStatus` says `quiescent`.
     ServerStatus,
     /// Once after start, no `$/progress` is running (servers that answer before they finish
@@ -128,25 +132,25 @@ pub(crate) enum Readiness {
     /// files", after which its workspace-wide answers cover the project; before it, a
     /// workspace symbol search sees only the open files and answers "none"), or, for a
     /// server that never says it, once nothing has been in progress for a while.
-    Logged(&'static str),
+    Logged(String),
 }
 
 /// One way to start a server.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Candidate {
+pub struct Candidate {
     /// The program name (looked up) or a path (relative to the workspace root).
-    pub(crate) program: String,
+    pub program: String,
     /// Its arguments.
-    pub(crate) args: Vec<String>,
+    pub args: Vec<String>,
     /// Whether versioned names (`clangd-17`) count when the plain name is missing.
-    pub(crate) versioned: bool,
+    pub versioned: bool,
     /// How to ask the binary its version without starting a server.
-    pub(crate) version: VersionProbe,
+    pub version: VersionProbe,
 }
 
 /// How to learn a binary's version.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum VersionProbe {
+pub enum VersionProbe {
     /// Run the binary itself with these arguments.
     Args(Vec<String>),
     /// Run a program in the same folder (the CLI beside a `-langserver` script).
@@ -155,14 +159,14 @@ pub(crate) enum VersionProbe {
 
 /// A project checker: the commands to try and how to read them.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct CheckerSpec {
-    pub(crate) candidates: Vec<Vec<String>>,
-    pub(crate) format: CheckerFormat,
+pub struct CheckerSpec {
+    pub candidates: Vec<Vec<String>>,
+    pub format: CheckerFormat,
 }
 
 impl ServerSpec {
     /// The language id for `path`, when this server handles it.
-    pub(crate) fn language_id(&self, path: &Path) -> Option<&str> {
+    pub fn language_id(&self, path: &Path) -> Option<&str> {
         let extension = path.extension()?.to_str()?;
         self.extensions
             .iter()
@@ -171,7 +175,7 @@ impl ServerSpec {
     }
 
     /// `.rs` or `.c, .h, .cc, …` for messages.
-    pub(crate) fn extension_list(&self) -> String {
+    pub fn extension_list(&self) -> String {
         let list: Vec<String> = self
             .extensions
             .iter()
@@ -181,270 +185,9 @@ impl ServerSpec {
     }
 }
 
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| (*s).to_owned()).collect()
-}
-
-fn extensions(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(extension, id)| ((*extension).to_owned(), (*id).to_owned()))
-        .collect()
-}
-
-fn candidate(program: &str, args: &[&str]) -> Candidate {
-    Candidate {
-        program: program.to_owned(),
-        args: strings(args),
-        versioned: false,
-        version: VersionProbe::Args(strings(&["--version"])),
-    }
-}
-
-/// The built-in table (the issue's table, in its order).
-pub(crate) fn builtin() -> Vec<ServerSpec> {
-    vec![
-        ServerSpec {
-            name: "rust-analyzer".into(),
-            extensions: extensions(&[("rs", "rust")]),
-            markers: strings(&["Cargo.toml", "rust-project.json"]),
-            weak_markers: Vec::new(),
-            root_rule: RootRule::Outermost,
-            candidates: vec![candidate("rust-analyzer", &[])],
-            checker: Some(CheckerSpec {
-                // Every member, every target (tests, benches, examples), and past the
-                // first crate that fails, so a broken library does not hide its tests.
-                candidates: vec![strings(&[
-                    "cargo",
-                    "check",
-                    "--workspace",
-                    "--all-targets",
-                    "--keep-going",
-                    "--message-format=json",
-                ])],
-                format: CheckerFormat::CargoJson,
-            }),
-            env: BTreeMap::new(),
-            // Workspace symbol search covers functions too, not only types. Its scope stays the
-            // workspace: with dependencies included, rust-analyzer fills its result limit with
-            // fuzzy matches from the standard library before the workspace's own symbols.
-            initialization_options: Some(rust_analyzer_settings()),
-            settings: Some(json!({ "rust-analyzer": rust_analyzer_settings() })),
-            readiness: Readiness::ServerStatus,
-            watches_files: true,
-            pull: Pull::Analysis,
-            check: Check::OnSave {
-                token_prefix: "rust-analyzer/flycheck".into(),
-            },
-            reach: Reach::Publishes,
-            install_hint: "install it with `rustup component add rust-analyzer`".into(),
-        },
-        ServerSpec {
-            name: "basedpyright".into(),
-            extensions: extensions(&[("py", "python"), ("pyi", "python")]),
-            markers: strings(&[
-                "pyproject.toml",
-                "setup.py",
-                "setup.cfg",
-                "requirements.txt",
-                "pyrightconfig.json",
-            ]),
-            weak_markers: strings(&["setup.cfg", "requirements.txt"]),
-            root_rule: RootRule::Nearest,
-            candidates: vec![
-                Candidate {
-                    program: "basedpyright-langserver".into(),
-                    args: strings(&["--stdio"]),
-                    versioned: false,
-                    version: VersionProbe::Sibling {
-                        program: "basedpyright".into(),
-                        args: strings(&["--version"]),
-                    },
-                },
-                Candidate {
-                    program: "pyright-langserver".into(),
-                    args: strings(&["--stdio"]),
-                    versioned: false,
-                    version: VersionProbe::Sibling {
-                        program: "pyright".into(),
-                        args: strings(&["--version"]),
-                    },
-                },
-            ],
-            checker: Some(CheckerSpec {
-                candidates: vec![
-                    strings(&["basedpyright", "--outputjson"]),
-                    strings(&["pyright", "--outputjson"]),
-                ],
-                format: CheckerFormat::PyrightJson,
-            }),
-            env: BTreeMap::new(),
-            initialization_options: None,
-            // Workspace mode: the server checks every file of the project, as the CLI does,
-            // re-checks the importers of a changed file through its own import graph (stubs
-            // and `*` re-exports included), and publishes each file it checked — the whole
-            // project's truth after a write, not only the open files'.
-            settings: Some(json!({
-                "basedpyright": { "analysis": { "diagnosticMode": "workspace" } },
-                "python": { "analysis": { "diagnosticMode": "workspace" } }
-            })),
-            readiness: Readiness::Logged("source file"),
-            watches_files: false,
-            pull: Pull::Lsp,
-            check: Check::OnChange,
-            reach: Reach::Publishes,
-            install_hint:
-                "install it into the project's virtualenv with `pip install basedpyright` \
-                           (`pip install pyright` works too)"
-                    .into(),
-        },
-        ServerSpec {
-            name: "typescript-language-server".into(),
-            extensions: extensions(&[
-                ("ts", "typescript"),
-                ("tsx", "typescriptreact"),
-                ("mts", "typescript"),
-                ("cts", "typescript"),
-                ("js", "javascript"),
-                ("jsx", "javascriptreact"),
-                ("mjs", "javascript"),
-                ("cjs", "javascript"),
-            ]),
-            markers: strings(&["tsconfig.json", "jsconfig.json", "package.json"]),
-            weak_markers: Vec::new(),
-            root_rule: RootRule::Nearest,
-            candidates: vec![candidate("typescript-language-server", &["--stdio"])],
-            checker: Some(CheckerSpec {
-                candidates: vec![strings(&["tsc", "--noEmit", "--pretty", "false"])],
-                format: CheckerFormat::Tsc,
-            }),
-            env: BTreeMap::new(),
-            // One tsserver for everything: with a separate syntax server (the default), requests
-            // made while the project loads get syntax-only answers (`import add` as the
-            // definition of `add`), which look like real answers.
-            initialization_options: Some(json!({ "tsserver": { "useSyntaxServer": "never" } })),
-            settings: None,
-            readiness: Readiness::FirstIdle,
-            watches_files: false,
-            pull: Pull::TsServer,
-            check: Check::None,
-            reach: Reach::Importers,
-            install_hint: "install it with `npm install -g typescript-language-server typescript` \
-                           (or into the project's node_modules)"
-                .into(),
-        },
-        ServerSpec {
-            name: "clangd".into(),
-            extensions: extensions(&[
-                ("c", "c"),
-                ("h", "c"),
-                ("cc", "cpp"),
-                ("cpp", "cpp"),
-                ("cxx", "cpp"),
-                ("c++", "cpp"),
-                ("hh", "cpp"),
-                ("hpp", "cpp"),
-                ("hxx", "cpp"),
-                ("m", "objective-c"),
-                ("mm", "objective-cpp"),
-            ]),
-            markers: strings(&[
-                "compile_commands.json",
-                "compile_flags.txt",
-                ".clangd",
-                "CMakeLists.txt",
-                "build/compile_commands.json",
-            ]),
-            weak_markers: strings(&[".clangd", "CMakeLists.txt"]),
-            root_rule: RootRule::Nearest,
-            candidates: vec![Candidate {
-                versioned: true,
-                ..candidate("clangd", &[])
-            }],
-            checker: None,
-            env: BTreeMap::new(),
-            initialization_options: None,
-            settings: None,
-            // clangd answers from the open file's AST while its background index runs;
-            // waiting for that index would stall every hover on a large project.
-            readiness: Readiness::Immediate,
-            watches_files: false,
-            pull: Pull::None,
-            check: Check::None,
-            reach: Reach::Includers,
-            install_hint: "install clangd from your distribution (e.g. `apt-get install clangd`)"
-                .into(),
-        },
-        ServerSpec {
-            name: "gopls".into(),
-            extensions: extensions(&[("go", "go")]),
-            markers: strings(&["go.work", "go.mod"]),
-            weak_markers: Vec::new(),
-            root_rule: RootRule::Nearest,
-            candidates: vec![Candidate {
-                version: VersionProbe::Args(strings(&["version"])),
-                ..candidate("gopls", &[])
-            }],
-            checker: Some(CheckerSpec {
-                candidates: vec![strings(&["go", "vet", "./..."])],
-                format: CheckerFormat::Lines,
-            }),
-            env: BTreeMap::new(),
-            initialization_options: None,
-            settings: None,
-            readiness: Readiness::FirstIdle,
-            watches_files: false,
-            pull: Pull::None,
-            check: Check::None,
-            reach: Reach::Publishes,
-            install_hint: "install it with `go install golang.org/x/tools/gopls@latest`".into(),
-        },
-        ServerSpec {
-            name: "dart".into(),
-            extensions: extensions(&[("dart", "dart")]),
-            markers: strings(&["pubspec.yaml"]),
-            weak_markers: Vec::new(),
-            root_rule: RootRule::Nearest,
-            candidates: vec![candidate("dart", &["language-server"])],
-            checker: Some(CheckerSpec {
-                candidates: vec![strings(&["dart", "analyze", "--format=machine"])],
-                format: CheckerFormat::DartMachine,
-            }),
-            env: BTreeMap::new(),
-            initialization_options: None,
-            settings: None,
-            readiness: Readiness::FirstIdle,
-            watches_files: false,
-            pull: Pull::None,
-            check: Check::None,
-            reach: Reach::Publishes,
-            install_hint: "install the Dart or Flutter SDK so that `dart` is on PATH".into(),
-        },
-    ]
-}
-
-fn rust_analyzer_settings() -> Value {
-    json!({
-        // Every member and target (rust-analyzer adds `--keep-going` itself, so a broken
-        // library does not stop the check of the rest).
-        "check": {
-            "allTargets": true,
-            "workspace": true
-        },
-        "workspace": {
-            "symbol": {
-                "search": {
-                    "kind": "all_symbols",
-                    "limit": 256
-                }
-            }
-        }
-    })
-}
-
 /// The built-in table with the config's overrides applied.
-pub(crate) fn table(config: &LspConfig) -> Result<Vec<ServerSpec>> {
-    let mut servers = builtin();
+pub(crate) fn table(config: &ClientConfig) -> Result<Vec<ServerSpec>> {
+    let mut servers = builtin()?;
     if config.all_features
         && let Some(rust) = servers.iter_mut().find(|s| s.name == "rust-analyzer")
     {
@@ -588,9 +331,22 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
 mod tests {
     use super::*;
 
+    /// A configuration with these `[lsp.servers]` overrides, written as JSON.
+    fn with_servers(servers: Value) -> ClientConfig {
+        ClientConfig {
+            request_timeout: std::time::Duration::from_secs(30),
+            start_timeout: std::time::Duration::from_secs(60),
+            index_timeout: std::time::Duration::from_secs(120),
+            restart_budget: 3,
+            path: Vec::new(),
+            all_features: false,
+            servers: serde_json::from_value(servers).unwrap(),
+        }
+    }
+
     #[test]
     fn the_builtin_table_has_the_issues_servers_in_order() {
-        let names: Vec<String> = builtin().into_iter().map(|s| s.name).collect();
+        let names: Vec<String> = builtin().unwrap().into_iter().map(|s| s.name).collect();
         assert_eq!(
             names,
             [
@@ -607,7 +363,7 @@ mod tests {
     #[test]
     fn every_extension_belongs_to_one_server() {
         let mut seen = std::collections::HashSet::new();
-        for spec in builtin() {
+        for spec in builtin().unwrap() {
             for (extension, _) in &spec.extensions {
                 assert!(seen.insert(extension.clone()), "{extension} twice");
             }
@@ -616,15 +372,12 @@ mod tests {
 
     #[test]
     fn prod_6_overrides_replace_fields_and_add_servers() {
-        let config: LspConfig = serde_json::from_value(json!({
-            "servers": {
-                "clangd": { "command": ["clangd-17", "--background-index"] },
-                "gopls": { "enabled": false },
-                "zls": { "command": ["zls"], "extensions": ["zig"], "markers": ["build.zig"] },
-                "rust-analyzer": { "env": { "CARGO_TARGET_DIR": "target/ra" }, "checker": [] }
-            }
-        }))
-        .unwrap();
+        let config = with_servers(json!({
+            "clangd": { "command": ["clangd-17", "--background-index"] },
+            "gopls": { "enabled": false },
+            "zls": { "command": ["zls"], "extensions": ["zig"], "markers": ["build.zig"] },
+            "rust-analyzer": { "env": { "CARGO_TARGET_DIR": "target/ra" }, "checker": [] }
+        }));
         let servers = table(&config).unwrap();
         let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
@@ -652,10 +405,9 @@ mod tests {
 
     #[test]
     fn prod_6_a_new_server_without_a_command_is_a_config_error() {
-        let config: LspConfig = serde_json::from_value(json!({
-            "servers": { "zls": { "extensions": ["zig"], "markers": ["build.zig"] } }
-        }))
-        .unwrap();
+        let config = with_servers(json!({
+            "zls": { "extensions": ["zig"], "markers": ["build.zig"] }
+        }));
         assert_eq!(
             table(&config).unwrap_err().to_string(),
             "[lsp.servers.zls] in the config: `zls` is not a built-in server, so it needs \

@@ -24,56 +24,56 @@ use crate::servers::Check;
 const MESSAGES_KEPT: usize = 10;
 
 /// What one connection has learnt from its server; shared by the router and the session.
-pub(crate) struct Shared {
+pub struct Shared {
     root_uri: Url,
     root_name: String,
     settings: Option<Value>,
     /// The project-wide check the server runs by itself, if any.
     check: Check,
     /// The log line that says the server is ready (`Readiness::Logged`).
-    ready_log: Option<&'static str>,
+    ready_log: Option<String>,
     state: Mutex<ClientState>,
     changed: tokio::sync::watch::Sender<u64>,
 }
 
 /// The state built from the server's messages.
 #[derive(Debug, Default)]
-pub(crate) struct ClientState {
+pub struct ClientState {
     /// Work-done progress by token: created and not yet ended.
-    pub(crate) progress: BTreeMap<String, Progress>,
+    pub progress: BTreeMap<String, Progress>,
     /// When the last progress ended.
-    pub(crate) last_progress_end: Option<Instant>,
+    pub last_progress_end: Option<Instant>,
     /// rust-analyzer's `experimental/serverStatus`, when it sends one.
-    pub(crate) server_status: Option<ServerStatus>,
+    pub server_status: Option<ServerStatus>,
     /// The last `publishDiagnostics` per file, with how many there were (LSP-6 waits on
     /// the counter for a publish that is newer than its write).
-    pub(crate) diagnostics: HashMap<Url, Published>,
+    pub diagnostics: HashMap<Url, Published>,
     /// How many publishes there have been, for any file.
-    pub(crate) publishes: u64,
+    pub publishes: u64,
     /// Errors and warnings the server showed or logged, newest last.
-    pub(crate) messages: VecDeque<String>,
+    pub messages: VecDeque<String>,
     /// How many on-save checks (rust-analyzer's flycheck) have begun; a write waits for one
     /// that began after its save to end (LSP-6).
-    pub(crate) checks_begun: u64,
+    pub checks_begun: u64,
     /// How many of them have ended.
-    pub(crate) checks_ended: u64,
+    pub checks_ended: u64,
     /// Why the connection ended, once it has.
-    pub(crate) ended: Option<String>,
+    pub ended: Option<String>,
     /// Whether the server logged the line its readiness waits for (`Readiness::Logged`).
-    pub(crate) ready_logged: bool,
+    pub ready_logged: bool,
 }
 
 /// One running piece of work-done progress.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Progress {
-    pub(crate) title: Option<String>,
-    pub(crate) message: Option<String>,
-    pub(crate) percentage: Option<u64>,
+pub struct Progress {
+    pub title: Option<String>,
+    pub message: Option<String>,
+    pub percentage: Option<u64>,
 }
 
 impl Progress {
     /// `Indexing 12/40 (30%)`.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         parts.extend(self.title.clone());
         parts.extend(self.message.clone());
@@ -90,37 +90,37 @@ impl Progress {
 
 /// The server's own checks so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Checks {
-    pub(crate) begun: u64,
-    pub(crate) ended: u64,
-    pub(crate) running: bool,
+pub struct Checks {
+    pub begun: u64,
+    pub ended: u64,
+    pub running: bool,
 }
 
 /// rust-analyzer's own status report.
 #[derive(Debug, Clone)]
-pub(crate) struct ServerStatus {
-    pub(crate) health: String,
-    pub(crate) quiescent: bool,
-    pub(crate) message: Option<String>,
+pub struct ServerStatus {
+    pub health: String,
+    pub quiescent: bool,
+    pub message: Option<String>,
 }
 
 /// The diagnostics last published for one file.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Published {
+pub struct Published {
     /// How many publishes this file has had.
-    pub(crate) count: u64,
+    pub count: u64,
     /// The document version the last publish was for, when the server said.
-    pub(crate) version: Option<i32>,
-    pub(crate) diagnostics: Vec<Diagnostic>,
+    pub version: Option<i32>,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Shared {
-    pub(crate) fn new(
+    pub fn new(
         root_uri: Url,
         root_name: String,
         settings: Option<Value>,
         check: Check,
-        ready_log: Option<&'static str>,
+        ready_log: Option<String>,
     ) -> Arc<Self> {
         Arc::new(Shared {
             root_uri,
@@ -134,14 +134,14 @@ impl Shared {
     }
 
     /// The state, even if a panic poisoned the lock (it holds plain data).
-    pub(crate) fn state(&self) -> MutexGuard<'_, ClientState> {
+    pub fn state(&self) -> MutexGuard<'_, ClientState> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// A receiver that wakes whenever the state changes.
-    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()
     }
 
@@ -151,19 +151,19 @@ impl Shared {
     }
 
     /// Records why the connection ended and wakes every waiter.
-    pub(crate) fn end(&self, reason: String) {
+    pub fn end(&self, reason: String) {
         self.update(|state| {
             state.ended.get_or_insert(reason);
         });
     }
 
     /// How many publishes `uri` has had so far.
-    pub(crate) fn publish_count(&self, uri: &Url) -> u64 {
+    pub fn publish_count(&self, uri: &Url) -> u64 {
         self.state().diagnostics.get(uri).map_or(0, |p| p.count)
     }
 
     /// How many of the server's own checks have begun and ended, and whether one runs now.
-    pub(crate) fn checks(&self) -> Checks {
+    pub fn checks(&self) -> Checks {
         let state = self.state();
         let running = state
             .progress
@@ -177,24 +177,24 @@ impl Shared {
     }
 
     /// Every file's last publish, as things stand now.
-    pub(crate) fn publishes(&self) -> HashMap<Url, Published> {
+    pub fn publishes(&self) -> HashMap<Url, Published> {
         self.state().diagnostics.clone()
     }
 
     /// The last publish for `uri`.
-    pub(crate) fn published(&self, uri: &Url) -> Option<Published> {
+    pub fn published(&self, uri: &Url) -> Option<Published> {
         self.state().diagnostics.get(uri).cloned()
     }
 
     /// Waits until `uri` has had more than `after` publishes; false on timeout or when the
     /// connection ended.
-    pub(crate) async fn wait_publish(&self, uri: &Url, after: u64, timeout: Duration) -> bool {
+    pub async fn wait_publish(&self, uri: &Url, after: u64, timeout: Duration) -> bool {
         self.wait_publish_until(uri, after, tokio::time::Instant::now() + timeout)
             .await
     }
 
     /// [`Shared::wait_publish`] with a deadline.
-    pub(crate) async fn wait_publish_until(
+    pub async fn wait_publish_until(
         &self,
         uri: &Url,
         after: u64,
@@ -207,7 +207,7 @@ impl Shared {
     /// Waits until `deadline` for a publish for `uri` after the `after`th that is for
     /// document `version`: a publish without a version (clangd's empty one when a document
     /// is closed) is not the answer for the text just opened.
-    pub(crate) async fn wait_version_until(
+    pub async fn wait_version_until(
         &self,
         uri: &Url,
         after: u64,
@@ -247,17 +247,13 @@ impl Shared {
     }
 
     /// How many publishes the server has sent, for any file.
-    pub(crate) fn total_publishes(&self) -> u64 {
+    pub fn total_publishes(&self) -> u64 {
         self.state().publishes
     }
 
     /// Waits until the server has published more than `after` times in all (any file), or
     /// `deadline`; whether it did.
-    pub(crate) async fn wait_any_publish_until(
-        &self,
-        after: u64,
-        deadline: tokio::time::Instant,
-    ) -> bool {
+    pub async fn wait_any_publish_until(&self, after: u64, deadline: tokio::time::Instant) -> bool {
         let mut changes = self.subscribe();
         loop {
             {
@@ -442,6 +438,7 @@ impl Shared {
                 tracing::debug!(method = %notification.method, kind, "{message}");
                 if self
                     .ready_log
+                    .as_deref()
                     .is_some_and(|needle| message.contains(needle))
                 {
                     self.update(|state| state.ready_logged = true);
@@ -523,7 +520,7 @@ pub(crate) enum RequestError {
     /// The server answered with an error.
     Response(ResponseError),
     /// The answer did not decode.
-    Decode(String),
+    Decode(serde_json::Error),
 }
 
 /// The sending half of a connection: requests with ids we know, so they can be cancelled.
@@ -596,7 +593,7 @@ impl Connection {
 fn classify(error: async_lsp::Error) -> RequestError {
     match error {
         async_lsp::Error::Response(response) => RequestError::Response(response),
-        async_lsp::Error::Deserialize(error) => RequestError::Decode(error.to_string()),
+        async_lsp::Error::Deserialize(error) => RequestError::Decode(error),
         _ => RequestError::Stopped,
     }
 }
@@ -649,7 +646,7 @@ mod tests {
             "project".into(),
             None,
             Check::None,
-            Some("source file"),
+            Some("source file".to_owned()),
         );
         shared.take(&notification(
             "window/logMessage",

@@ -142,13 +142,13 @@ async fn quick_output(program: &Path, args: &[String], cwd: &Path) -> Result<Run
 
 /// Versions by binary path, asked once per run: a probe spawns a process.
 #[derive(Debug, Default)]
-pub(crate) struct VersionCache {
+pub struct VersionCache {
     known: Mutex<HashMap<PathBuf, Option<String>>>,
 }
 
 impl VersionCache {
     /// The first line the binary prints about its version, if it says anything.
-    pub(crate) async fn version(&self, path: &Path, candidate: &Candidate) -> Option<String> {
+    pub async fn version(&self, path: &Path, candidate: &Candidate) -> Option<String> {
         if let Ok(known) = self.known.lock()
             && let Some(version) = known.get(path)
         {
@@ -211,7 +211,7 @@ fn is_own_project(spec: &ServerSpec, dir: &Path) -> bool {
 
 /// Every project root of `spec` in the workspace: a folder marked only weakly inside another
 /// root is part of that root, so no file is counted under two.
-pub(crate) fn scan_roots(spec: &ServerSpec, workspace_root: &Path) -> Vec<PathBuf> {
+pub fn scan_roots(spec: &ServerSpec, workspace_root: &Path) -> Vec<PathBuf> {
     let all = tools_process::scan_roots(&spec.markers, spec.root_rule, workspace_root);
     all.iter()
         .filter(|root| {
@@ -230,7 +230,11 @@ mod tests {
     use crate::servers::builtin;
 
     fn spec(name: &str) -> ServerSpec {
-        builtin().into_iter().find(|s| s.name == name).unwrap()
+        builtin()
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap()
     }
 
     fn tree(files: &[&str]) -> tempfile::TempDir {
