@@ -19,7 +19,7 @@ pub use crate::{
     available::{LanguageServer, available, program_available, python_imports, require},
     fake::{Hello, HelloInput, HelloOutput, Scripted},
     fixture::{write_files, write_fixture},
-    snapshot::{redact, snapshot_settings},
+    snapshot::{redact, redact_with, snapshot_settings},
 };
 
 /// The repository root.

@@ -7,6 +7,12 @@ use std::path::Path;
 /// or not) by `[ROOT]`, other temp folders by `[TMP]`, pids by `[PID]`, and durations
 /// (`12 ms`, `1.5 s`) by `[TIME]`.
 pub fn redact(text: &str, root: &Path) -> String {
+    redact_with(text, root, &[])
+}
+
+/// [`redact`], then each `(pattern, replacement)` of `extra` (regular expressions): for what
+/// one test knows varies (an adapter's frame ids, an interpreter's version).
+pub fn redact_with(text: &str, root: &Path, extra: &[(&str, &str)]) -> String {
     let mut text = text.to_owned();
     let mut roots = vec![root.display().to_string()];
     if let Ok(canonical) = root.canonicalize() {
@@ -17,7 +23,7 @@ pub fn redact(text: &str, root: &Path) -> String {
     for root in roots {
         text = text.replace(&root, "[ROOT]");
     }
-    for (pattern, replacement) in FILTERS {
+    for (pattern, replacement) in FILTERS.iter().chain(extra) {
         let regex = regex::Regex::new(pattern).expect("the filters are valid");
         text = regex.replace_all(&text, *replacement).into_owned();
     }

@@ -16,6 +16,7 @@ mod lsp;
 mod mcp;
 mod on_write;
 mod protocol;
+mod rendered;
 mod support;
 mod tokens;
 mod truth;

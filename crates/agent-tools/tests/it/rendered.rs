@@ -1,0 +1,357 @@
+//! What the model reads from every tool: one session through `agent-tools serve` per family,
+//! each call's text answer in a snapshot (insta, `tests/it/snapshots/`), with the fixture's
+//! folder, temp folders, pids and times replaced. A change to any tool's rendering shows up
+//! here as a diff a reviewer reads exactly as the model would. Real servers, adapters and
+//! kernels answer; the person behind a card and the workers are scripted.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use tools_test_support::{
+    LanguageServer, available, python_imports, redact_with, repo_root, snapshot_settings,
+    write_files,
+};
+
+use crate::lsp::config;
+use crate::support::{Client, Person, Server, is_error, text};
+
+/// A Python package small enough to read in a snapshot, using the test venv as its own.
+const APP: &str = r#"import sys
+
+
+def total(prices):
+    """Adds the prices up."""
+    result = 0
+    for price in prices:
+        result += price
+    return result
+
+
+def main():
+    prices = [3, 4, 5]
+    print("total", total(prices))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+"#;
+
+fn project(extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"app\"\nversion = \"0\"\n",
+            ),
+            ("app.py", APP),
+            ("notes.txt", "alpha\nbeta\ngamma\n"),
+        ],
+    );
+    std::fs::write(
+        root.join("agent-tools.toml"),
+        format!("{}\n{extra}", config(root)),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(repo_root().join(".venv"), root.join(".venv")).unwrap();
+    dir
+}
+
+/// The calls of one session and what each answered, as one text to snapshot.
+struct Transcript<'a> {
+    server: &'a Server,
+    root: &'a Path,
+    text: String,
+}
+
+impl<'a> Transcript<'a> {
+    fn new(server: &'a Server, root: &'a Path) -> Self {
+        Transcript {
+            server,
+            root,
+            text: String::new(),
+        }
+    }
+
+    /// Calls `tool`, records the call and its answer, and returns the structured result.
+    async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.server.call(tool, arguments.clone()).await;
+        let outcome = if is_error(&result) { " → error" } else { "" };
+        writeln!(self.text, "### {tool} {arguments}{outcome}").unwrap();
+        writeln!(self.text, "{}\n", text(&result).trim_end()).unwrap();
+        result.structured_content.unwrap_or(Value::Null)
+    }
+
+    fn finish(self) -> String {
+        self.finish_with(&[])
+    }
+
+    /// [`Transcript::finish`] with this test's own filters.
+    fn finish_with(self, extra: &[(&str, &str)]) -> String {
+        redact_with(&self.text, self.root, extra)
+    }
+}
+
+async fn start(root: &Path, args: &[&str], client: Client) -> Server {
+    let mut all = vec!["--approval", "allow"];
+    all.extend(args);
+    Server::start(root, &all, client).await
+}
+
+#[tokio::test]
+async fn prod_2_the_file_tools_answer_as_snapshotted() {
+    let dir = project("");
+    let server = start(dir.path(), &[], Client::without_elicitation()).await;
+    let mut t = Transcript::new(&server, dir.path());
+    t.call("read", json!({"path": "notes.txt"})).await;
+    t.call("read", json!({"path": "app.py", "offset": 4, "limit": 3}))
+        .await;
+    t.call("read", json!({"path": "missing.txt"})).await;
+    t.call(
+        "write",
+        json!({"path": "docs/new.md", "content": "# New\n"}),
+    )
+    .await;
+    t.call(
+        "edit",
+        json!({"path": "notes.txt", "old_string": "beta", "new_string": "BETA"}),
+    )
+    .await;
+    t.call(
+        "edit",
+        json!({"path": "notes.txt", "old_string": "delta", "new_string": "x"}),
+    )
+    .await;
+    t.call(
+        "apply_patch",
+        json!({"patch": "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n alpha\n-BETA\n+beta\n gamma\n"}),
+    )
+    .await;
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!("file_tools", t.finish());
+}
+
+#[tokio::test]
+async fn prod_2_the_structural_tools_answer_as_snapshotted() {
+    let dir = project("");
+    let server = start(dir.path(), &[], Client::without_elicitation()).await;
+    let mut t = Transcript::new(&server, dir.path());
+    t.call(
+        "ast_grep",
+        json!({"pattern": "print($$$A)", "language": "python"}),
+    )
+    .await;
+    t.call(
+        "ast_grep",
+        json!({"pattern": "$X.unwrap()", "language": "rust"}),
+    )
+    .await;
+    let staged = t
+        .call(
+            "ast_edit",
+            json!({"pattern": "result += $P", "rewrite": "result = result + $P", "language": "python"}),
+        )
+        .await;
+    let id = staged["edit_id"].as_str().unwrap_or("none").to_owned();
+    t.call("resolve", json!({"edit_id": id, "action": "accept"}))
+        .await;
+    t.call("resolve", json!({"edit_id": id, "action": "accept"}))
+        .await;
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!("structural_tools", t.finish());
+}
+
+#[tokio::test]
+async fn lsp_5_the_language_server_tools_answer_as_snapshotted() {
+    if !available(LanguageServer::Basedpyright) {
+        return;
+    }
+    let dir = project("");
+    let server = start(dir.path(), &[], Client::without_elicitation()).await;
+    let mut t = Transcript::new(&server, dir.path());
+    t.call("lsp", json!({"operation": "symbols", "file": "app.py"}))
+        .await;
+    t.call(
+        "lsp",
+        json!({"operation": "references", "file": "app.py", "line": 4, "symbol": "total"}),
+    )
+    .await;
+    t.call(
+        "lsp",
+        json!({"operation": "hover", "file": "app.py", "line": 4, "symbol": "total"}),
+    )
+    .await;
+    t.call("lsp", json!({"operation": "diagnostics", "file": "app.py"}))
+        .await;
+    t.call(
+        "lsp_rename",
+        json!({"file": "app.py", "line": 4, "symbol": "total", "new_name": "sum_prices"}),
+    )
+    .await;
+    t.call(
+        "edit",
+        json!({"path": "app.py", "old_string": "    return 0\n", "new_string": "    return undefined_name\n"}),
+    )
+    .await;
+    t.call(
+        "lsp",
+        json!({"operation": "code_actions", "file": "app.py", "line": 15, "symbol": "undefined_name"}),
+    )
+    .await;
+    t.call(
+        "lsp_code_action",
+        json!({"file": "app.py", "line": 15, "symbol": "undefined_name", "title": "Define it"}),
+    )
+    .await;
+    t.call(
+        "lsp_code_action",
+        json!({"file": "app.py", "line": 15, "symbol": "undefined_name",
+            "title": "Add `# pyright: ignore[reportUndefinedVariable]`"}),
+    )
+    .await;
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!("lsp_tools", t.finish());
+}
+
+#[tokio::test]
+async fn eval_1_a_cell_answers_as_snapshotted() {
+    if !python_imports("pandas, matplotlib, tabulate") {
+        return;
+    }
+    let dir = project("");
+    let server = start(dir.path(), &[], Client::without_elicitation()).await;
+    let mut t = Transcript::new(&server, dir.path());
+    let description = "a cell of the snapshot test";
+    t.call(
+        "eval",
+        json!({"language": "python", "code": "x = 6 * 7\nprint('x is', x)\nx", "description": description}),
+    )
+    .await;
+    t.call(
+        "eval",
+        json!({"language": "python", "code": "1 / 0", "description": description}),
+    )
+    .await;
+    t.call(
+        "eval",
+        json!({"language": "python", "code": "r = tool('read', {'path': 'notes.txt'})\nprint(r)", "description": description}),
+    )
+    .await;
+    let _guard = snapshot_settings().bind_to_scope();
+    // The venv's interpreter is whatever Python the machine has.
+    let eval = t.finish_with(&[(r"python \d+\.\d+\.\d+", "python [VERSION]")]);
+    insta::assert_snapshot!("eval", eval);
+}
+
+#[tokio::test]
+async fn dbg_1_a_debug_session_answers_as_snapshotted() {
+    if !python_imports("debugpy") {
+        return;
+    }
+    let dir = project("");
+    let server = start(dir.path(), &[], Client::without_elicitation()).await;
+    let mut t = Transcript::new(&server, dir.path());
+    t.call(
+        "debug",
+        json!({"operation": "breakpoints", "file": "app.py", "lines": [9]}),
+    )
+    .await;
+    t.call("debug", json!({"operation": "launch", "program": "app.py"}))
+        .await;
+    t.call("debug", json!({"operation": "stack"})).await;
+    t.call(
+        "debug",
+        json!({"operation": "evaluate", "expression": "result + 1"}),
+    )
+    .await;
+    t.call("debug", json!({"operation": "step_over"})).await;
+    t.call(
+        "debug",
+        json!({"operation": "breakpoints", "file": "app.py", "lines": []}),
+    )
+    .await;
+    t.call("debug", json!({"operation": "continue"})).await;
+    t.call("debug", json!({"operation": "status"})).await;
+    let _guard = snapshot_settings().bind_to_scope();
+    // Frame ids are the adapter's to choose.
+    let debug = t.finish_with(&[(r"frame \d+", "frame [ID]")]);
+    insta::assert_snapshot!("debug", debug);
+}
+
+#[tokio::test]
+async fn ask_1_a_question_answers_as_snapshotted() {
+    let dir = project("");
+    let person = Client::answering(vec![
+        Person::Accept(json!({"selected": "Postgres"})),
+        Person::Decline,
+    ]);
+    let server = start(dir.path(), &[], person).await;
+    let mut t = Transcript::new(&server, dir.path());
+    let question = json!({
+        "question": "Which database should the service use?",
+        "context": "The schema migration depends on it.",
+        "options": [{"label": "Postgres", "description": "what production runs"}, {"label": "SQLite"}],
+    });
+    t.call("ask_user", question.clone()).await;
+    t.call("ask_user", question).await;
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!("ask_user", t.finish());
+}
+
+#[tokio::test]
+async fn vibe_1_the_worker_tools_answer_as_snapshotted() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let worker = bin.join("worker");
+    std::fs::write(
+        &worker,
+        "#!/bin/sh\nbrief=$(cat)\ncase \"$brief\" in\n  sleep*) sleep 300 & wait ;;\n  *) echo '{\"type\":\"progress\",\"text\":\"reading the brief\"}'; echo \"done: $brief\" ;;\nesac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let worker = worker.display().to_string();
+    let project = project(&format!(
+        "[vibe]\nfast = [{worker:?}]\ngood = [{worker:?}]\nmax_workers = 2\n"
+    ));
+    let state = dir.path().join("state").display().to_string();
+    let server = start(
+        project.path(),
+        &["--vibe", "--state-dir", &state],
+        Client::without_elicitation(),
+    )
+    .await;
+    let mut t = Transcript::new(&server, project.path());
+    let done = t
+        .call(
+            "vibe_spawn",
+            json!({"brief": "finish the task", "label": "finisher", "tier": "fast"}),
+        )
+        .await;
+    let done = done["worker_id"].as_str().unwrap_or("none").to_owned();
+    t.call(
+        "vibe_wait",
+        json!({"worker_id": done, "timeout_seconds": 30}),
+    )
+    .await;
+    let sleeper = t
+        .call(
+            "vibe_spawn",
+            json!({"brief": "sleep for a while", "label": "sleeper", "tier": "good"}),
+        )
+        .await;
+    let sleeper = sleeper["worker_id"].as_str().unwrap_or("none").to_owned();
+    t.call("vibe_list", json!({})).await;
+    t.call(
+        "vibe_send",
+        json!({"worker_id": done, "message": "one more thing"}),
+    )
+    .await;
+    t.call("vibe_kill", json!({"worker_id": sleeper})).await;
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!("vibe", t.finish());
+}
