@@ -156,12 +156,13 @@ impl Tool for AstGrep {
                 if walked.files == 1 { "" } else { "s" }
             ),
             _ => format!(
-                "{total} match{} in {} file{} for `{pattern}` ({described}; {} {} files searched).",
+                "{total} match{} in {} file{} for `{pattern}` ({described}; {} {} file{} searched).",
                 if total == 1 { "" } else { "es" },
                 files_with,
                 if files_with == 1 { "" } else { "s" },
                 walked.files,
-                id(lang)
+                id(lang),
+                if walked.files == 1 { "" } else { "s" }
             ),
         };
         if asked > MAX_RESULTS {
