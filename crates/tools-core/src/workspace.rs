@@ -4,14 +4,17 @@
 //! a rename, several files all or nothing.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use sha2::{Digest, Sha256};
 
 use crate::{Error, Result, ToolError};
+
+mod files;
+
+use self::files::{faults, remove_created, restore, special_kind, stage};
+pub use self::files::{read_regular, read_regular_with_metadata};
 
 /// The root of the run's workspace, canonical, with path confinement and safe writes. Clones
 /// (and every `Workspace` opened on the same root in this process) share one write lock.
@@ -638,194 +641,6 @@ async fn blocking<T: Send + 'static>(
             tool: "workspace".to_owned(),
             message: format!("file work stopped: {error}"),
         })
-}
-
-/// Reads a file that must be a regular one, never blocking on a special one: it is opened
-/// non-blocking (opening a named pipe would otherwise wait for a writer), checked on the open
-/// handle, then read. A folder, pipe, socket or device is an `InvalidInput` error saying what
-/// it is. Every tool reads files through this or [`Workspace::read`].
-pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    read_regular_with_metadata(path).map(|(bytes, _)| bytes)
-}
-
-/// [`read_regular`], with the file's metadata as the open handle had it before the read (a
-/// cache keyed by it notices a write that raced the read the next time it looks).
-pub fn read_regular_with_metadata(path: &Path) -> std::io::Result<(Vec<u8>, std::fs::Metadata)> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(path)?;
-    let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        let kind = kind_of(&metadata.file_type());
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{} is {kind}, not a regular file", path.display()),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
-    Ok((bytes, metadata))
-}
-
-/// Linux's `O_NONBLOCK`.
-const O_NONBLOCK: i32 = 0o4000;
-
-fn kind_of(file_type: &std::fs::FileType) -> &'static str {
-    if file_type.is_dir() {
-        "a folder"
-    } else if file_type.is_fifo() {
-        "a named pipe (FIFO)"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_block_device() || file_type.is_char_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
-}
-
-/// What a path is when it is neither a regular file nor a folder; `None` for those and for
-/// paths that do not exist.
-fn special_kind(path: &Path) -> Option<&'static str> {
-    let file_type = std::fs::metadata(path).ok()?.file_type();
-    if file_type.is_fifo() {
-        Some("a named pipe (FIFO)")
-    } else if file_type.is_socket() {
-        Some("a socket")
-    } else if file_type.is_block_device() || file_type.is_char_device() {
-        Some("a device")
-    } else {
-        None
-    }
-}
-
-/// Writes `contents` to a temp file beside `path`, creating missing folders (recorded in
-/// `created`, outermost first) and keeping the old file's permissions.
-fn stage(
-    path: &Path,
-    contents: &[u8],
-    created: &mut Vec<PathBuf>,
-) -> std::result::Result<TempFile, (&'static str, std::io::Error)> {
-    let parent = path
-        .parent()
-        .ok_or(("write", std::io::Error::other("the path has no parent")))?;
-    let mut missing = Vec::new();
-    let mut dir = parent;
-    while !dir.exists() {
-        missing.push(dir.to_path_buf());
-        match dir.parent() {
-            Some(up) => dir = up,
-            None => break,
-        }
-    }
-    for dir in missing.into_iter().rev() {
-        std::fs::create_dir(&dir).map_err(|e| ("create the folder", e))?;
-        created.push(dir);
-    }
-    let mut temp = tempfile_in(parent).map_err(|e| ("create a temp file beside", e))?;
-    // Keep the file's permissions: an executable script stays executable after an edit.
-    if let Ok(metadata) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&temp.path, metadata.permissions());
-    }
-    temp.file
-        .write_all(contents)
-        .and_then(|()| temp.file.sync_all())
-        .map_err(|e| ("write", e))?;
-    Ok(temp)
-}
-
-/// Puts a replaced file's old bytes back, atomically.
-fn restore(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut ignored = Vec::new();
-    let mut temp = stage(path, bytes, &mut ignored).map_err(|(_, e)| e)?;
-    faults::rename_back(&temp.path, path)?;
-    temp.persisted = true;
-    Ok(())
-}
-
-/// Removes the folders a failed commit created, innermost first, when they are empty.
-fn remove_created(created: &[PathBuf]) {
-    for dir in created.iter().rev() {
-        let _ = std::fs::remove_dir(dir);
-    }
-}
-
-/// Fault injection for the rollback tests: a rename into place or back can be made to fail.
-mod faults {
-    use std::path::Path;
-
-    #[cfg(test)]
-    thread_local! {
-        /// Renames into place left before one fails (None: never).
-        pub(super) static FAIL_RENAME_AFTER: std::cell::Cell<Option<usize>> =
-            const { std::cell::Cell::new(None) };
-        /// Whether putting old contents back fails.
-        pub(super) static FAIL_RESTORE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-
-    pub(super) fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
-        #[cfg(test)]
-        {
-            let left = FAIL_RENAME_AFTER.get();
-            if let Some(left) = left {
-                if left == 0 {
-                    return Err(std::io::Error::other("injected rename failure"));
-                }
-                FAIL_RENAME_AFTER.set(Some(left - 1));
-            }
-        }
-        std::fs::rename(from, to)
-    }
-
-    pub(super) fn rename_back(from: &Path, to: &Path) -> std::io::Result<()> {
-        #[cfg(test)]
-        if FAIL_RESTORE.get() {
-            return Err(std::io::Error::other("injected restore failure"));
-        }
-        std::fs::rename(from, to)
-    }
-}
-
-/// A temp file that removes itself unless it was renamed into place.
-struct TempFile {
-    path: PathBuf,
-    file: std::fs::File,
-    persisted: bool,
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.persisted {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-fn tempfile_in(dir: &Path) -> std::io::Result<TempFile> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!(".agent-tools-{}-{n}.tmp", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(file) => {
-                return Ok(TempFile {
-                    path,
-                    file,
-                    persisted: false,
-                });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
 }
 
 /// Removes `.` and folds `..` without touching the file system.
