@@ -21,7 +21,7 @@ pub struct Binding<'a> {
     pub root: &'a Path,
     /// The run's surface (workers get at most this).
     pub surface: Surface,
-    /// The run is built only to list its tools (`agent-tools tools`, the generated docs): a
+    /// The run is built only to list every tool it could have (the generated docs): a
     /// family that is off unless configured binds anyway, and nothing may be held or
     /// started.
     pub listing: bool,
