@@ -49,6 +49,9 @@ pub struct McpServer {
     dispatcher: Arc<OnceCell<Arc<Dispatcher>>>,
     flights: Flights,
     conversation: String,
+    /// What [`McpServer::instructions`] says, built once: rmcp asks for the server's info on
+    /// every `tasks/*` request, and building it builds a registry.
+    instructions: std::sync::OnceLock<String>,
 }
 
 /// The least time between two progress notifications of one call.
@@ -101,6 +104,7 @@ impl McpServer {
             dispatcher: Arc::new(OnceCell::new()),
             flights,
             conversation: format!("conversation-{}-{started}-{number}", std::process::id()),
+            instructions: std::sync::OnceLock::new(),
         }
     }
 
@@ -218,7 +222,11 @@ impl ServerHandler for McpServer {
                 .build(),
         )
         .with_server_info(implementation)
-        .with_instructions(self.instructions())
+        .with_instructions(
+            self.instructions
+                .get_or_init(|| self.instructions())
+                .clone(),
+        )
     }
 
     async fn list_tools(

@@ -355,3 +355,27 @@ async fn vibe_1_the_worker_tools_answer_as_snapshotted() {
     let _guard = snapshot_settings().bind_to_scope();
     insta::assert_snapshot!("vibe", t.finish());
 }
+
+#[tokio::test]
+async fn prod_2_the_instructions_read_as_snapshotted() {
+    let dir = project("");
+    let state = dir.path().join(".state").display().to_string();
+    for (name, args) in [
+        ("instructions", vec![]),
+        (
+            "instructions_vibe",
+            vec!["--vibe", "--state-dir", state.as_str()],
+        ),
+    ] {
+        let server = start(dir.path(), &args, Client::without_elicitation()).await;
+        let instructions = server
+            .service
+            .peer_info()
+            .and_then(|info| info.instructions.clone())
+            .unwrap_or_default();
+        // Nothing in them varies between runs: no filters, so the constants show.
+        insta::with_settings!({prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!(name, instructions);
+        });
+    }
+}
