@@ -37,6 +37,29 @@ pub fn write_files(root: &Path, files: &[(&str, &str)]) {
     }
 }
 
+/// Makes the test venv (the repository's `.venv`, with debugpy, pandas and basedpyright)
+/// the project's own `.venv` in `root`, as a symlink: kernels and debug adapters then run
+/// the project's interpreter, as they would in a user's project.
+pub fn link_test_venv(root: &Path) {
+    std::os::unix::fs::symlink(crate::repo_root().join(".venv"), root.join(".venv")).unwrap();
+}
+
+/// A temp Python project: a `pyproject.toml` naming it `app`, `files`, and the test venv as
+/// its `.venv` ([`link_test_venv`]).
+pub fn python_project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(
+        dir.path(),
+        &[(
+            "pyproject.toml",
+            "[project]\nname = \"app\"\nversion = \"0\"\n",
+        )],
+    );
+    write_files(dir.path(), files);
+    link_test_venv(dir.path());
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 pub use crate::{
     available::{LanguageServer, available, program_available, python_imports, require},
     fake::{Hello, HelloInput, HelloOutput, Scripted},
-    fixture::{write_files, write_fixture},
+    fixture::{link_test_venv, python_project, write_files, write_fixture},
     snapshot::{redact, redact_with, snapshot_settings},
 };
 

@@ -67,21 +67,7 @@ main()
 
 /// A Python project using the test venv as its own `.venv` (DBG-7), with `extra` config.
 fn python_project(extra: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    write_files(
-        root,
-        &[
-            (
-                "pyproject.toml",
-                "[project]\nname = \"app\"\nversion = \"0\"\n",
-            ),
-            ("app.py", APP),
-            ("agent-tools.toml", extra),
-        ],
-    );
-    std::os::unix::fs::symlink(repo_root().join(".venv"), root.join(".venv")).unwrap();
-    dir
+    tools_test_support::python_project(&[("app.py", APP), ("agent-tools.toml", extra)])
 }
 
 async fn start(root: &Path) -> Server {

@@ -43,7 +43,7 @@ fn node_ready() -> bool {
 pub(crate) fn python_workspace(idle_seconds: u64) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    std::os::unix::fs::symlink(repo_root().join(".venv"), root.join(".venv")).unwrap();
+    tools_test_support::link_test_venv(&root);
     write_files(
         &root,
         &[

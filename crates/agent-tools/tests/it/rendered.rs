@@ -9,8 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use tools_test_support::{
-    LanguageServer, available, python_imports, redact_with, repo_root, snapshot_settings,
-    write_files,
+    LanguageServer, available, python_imports, python_project, redact_with, snapshot_settings,
 };
 
 use crate::lsp::config;
@@ -39,25 +38,12 @@ if __name__ == "__main__":
 "#;
 
 fn project(extra: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    write_files(
-        root,
-        &[
-            (
-                "pyproject.toml",
-                "[project]\nname = \"app\"\nversion = \"0\"\n",
-            ),
-            ("app.py", APP),
-            ("notes.txt", "alpha\nbeta\ngamma\n"),
-        ],
-    );
+    let dir = python_project(&[("app.py", APP), ("notes.txt", "alpha\nbeta\ngamma\n")]);
     std::fs::write(
-        root.join("agent-tools.toml"),
-        format!("{}\n{extra}", config(root)),
+        dir.path().join("agent-tools.toml"),
+        format!("{}\n{extra}", config(dir.path())),
     )
     .unwrap();
-    std::os::unix::fs::symlink(repo_root().join(".venv"), root.join(".venv")).unwrap();
     dir
 }
 
