@@ -325,6 +325,28 @@ impl Session {
         }
     }
 
+    /// How many characters the debuggee has printed in all.
+    fn printed_chars(&self) -> usize {
+        let state = self.lock();
+        state.run_output_cut + state.run_output.chars().count()
+    }
+
+    /// Waits until no output has come for `quiet`, at most `bound`: an adapter may send what
+    /// the program printed just before a stop after the stop itself (debugpy does, under
+    /// load), and the stop's answer should carry it rather than the next call's.
+    pub(crate) async fn output_quiet(&self, quiet: Duration, bound: Duration) {
+        let deadline = Instant::now() + bound;
+        let mut seen = self.printed_chars();
+        loop {
+            tokio::time::sleep(quiet).await;
+            let now = self.printed_chars();
+            if now == seen || Instant::now() >= deadline {
+                return;
+            }
+            seen = now;
+        }
+    }
+
     /// The output since it was last taken, and how many characters were cut from it.
     pub(crate) fn take_output(&self) -> (String, usize) {
         let mut state = self.lock();

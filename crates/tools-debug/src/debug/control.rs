@@ -17,6 +17,11 @@ use crate::dap::requests::{Continue, Next, Pause, Request, StepIn, StepOut, Thre
 use crate::dap::types::StackFrame;
 use crate::session::{RunState, Session, Waited};
 
+/// How long the output must be quiet before a stop is reported with what the program printed.
+const OUTPUT_QUIET: Duration = Duration::from_millis(25);
+/// The most a stop's answer waits for late output.
+const OUTPUT_QUIET_BOUND: Duration = Duration::from_millis(250);
+
 impl Debug {
     /// An operation that needs a live session, on `session`.
     pub(super) async fn in_session(
@@ -219,6 +224,7 @@ impl Debug {
                     Some(frame) => self.locals_line(session, frame.id).await,
                     None => None,
                 };
+                session.output_quiet(OUTPUT_QUIET, OUTPUT_QUIET_BOUND).await;
                 let (printed, cut) = session.take_output();
                 text.push_str(&render_stopped(
                     context.workspace(),
