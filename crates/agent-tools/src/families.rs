@@ -94,7 +94,7 @@ impl FamilyConfigs {
         let config = Table::<F::Config>::new(F::NAME)
             .deserialize(document)?
             .unwrap_or_default();
-        F::check(&config).map_err(|error| anyhow::anyhow!("{error}"))?;
+        F::check(&config).map_err(anyhow::Error::from_boxed)?;
         self.set::<F>(config);
         Ok(())
     }
@@ -106,7 +106,7 @@ impl FamilyConfigs {
         binding: &Binding<'_>,
     ) -> anyhow::Result<crate::RunBuilder> {
         let resource = F::bind(&self.get::<F>(), binding)
-            .map_err(|error| anyhow::anyhow!("{error}"))
+            .map_err(anyhow::Error::from_boxed)
             .with_context(|| format!("cannot bind the {} family", F::NAME))?;
         Ok(match resource {
             Some(resource) => builder.bind::<F>(resource),
