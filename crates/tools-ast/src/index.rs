@@ -1,11 +1,12 @@
 //! The per-run syntax index (issue 23): what a search read and parsed stays for the next one.
 //!
-//! Each file searched keeps its text, and once a pattern needed its tree, the tree and a
-//! node-kind index of it (every node's pre-order position, grouped by kind). A later search
-//! skips a file whose text lacks a literal of the pattern or whose tree has no node of a kind
-//! the pattern can match, and in the rest visits only the nodes of those kinds — never
-//! re-reading or re-parsing an unchanged file. Each entry also remembers its matches of the
-//! last pattern searched in it, so the same search again costs only the walk.
+//! Each file searched keeps its text, and once a pattern needed its tree, the tree (a large
+//! file's pieces' trees, `parse.rs`) and a node-kind index of it (every node's pre-order
+//! position, grouped by kind). A later search skips a file whose text lacks a literal of the
+//! pattern or whose tree has no node of a kind the pattern can match, and in the rest visits
+//! only the nodes of those kinds — never re-reading or re-parsing an unchanged file. Each
+//! entry also remembers its matches of the last pattern searched in it, so the same search
+//! again costs only the walk.
 //!
 //! An entry is good only while its file is what it was: every search compares the file's
 //! size, modification and change times, inode and device with what they were when it was
@@ -23,10 +24,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
-use ast_grep_core::AstGrep;
-use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_language::SupportLang;
 
+use crate::parse::Parsed;
 use crate::search::Found;
 
 /// The default budget, in MiB (`[ast] cache_mb`): Django's 2,821 modules, every one parsed,
@@ -73,13 +73,6 @@ impl Stamp {
     }
 }
 
-/// A parsed file: its tree (which owns its text) and where each kind of node is (built by
-/// the first search's walk of the tree, which visits every node anyway).
-pub(crate) struct Parsed {
-    pub(crate) root: AstGrep<StrDoc<SupportLang>>,
-    pub(crate) kinds: OnceLock<KindIndex>,
-}
-
 /// One file's entry.
 pub(crate) struct Entry {
     pub(crate) stamp: Stamp,
@@ -124,7 +117,7 @@ impl Entry {
     /// The file's text.
     pub(crate) fn text(&self) -> &str {
         match (&self.text, self.parsed.get()) {
-            (_, Some((_, parsed))) => parsed.root.get_text(),
+            (_, Some((_, parsed))) => parsed.text(),
             (Some(text), None) => text,
             (None, None) => "",
         }
@@ -160,8 +153,12 @@ impl Entry {
     fn bytes(&self) -> usize {
         let text = self.text.as_ref().map_or(0, String::len);
         let tree = self.parsed.get().map_or(0, |(_, parsed)| {
-            let nodes = parsed.root.root().get_inner_node().descendant_count();
-            parsed.root.get_text().len() + nodes * BYTES_PER_NODE
+            let pieces: usize = parsed
+                .pieces
+                .iter()
+                .map(|piece| piece.root.get_text().len() + piece.nodes() * BYTES_PER_NODE)
+                .sum();
+            pieces + parsed.extra_text()
         });
         text + tree + self.memo_bytes() + std::mem::size_of::<Entry>()
     }
@@ -392,17 +389,10 @@ impl SyntaxIndex {
         if entry.parsed(lang).is_some() {
             return Some(Arc::clone(entry));
         }
-        let root = AstGrep::try_new(entry.text(), lang).ok()?;
         let parsed = Arc::new(Entry {
             stamp: entry.stamp,
             text: None,
-            parsed: OnceLock::from((
-                lang,
-                Parsed {
-                    root,
-                    kinds: OnceLock::new(),
-                },
-            )),
+            parsed: OnceLock::from((lang, Parsed::new(entry.text(), lang)?)),
             used: AtomicU64::new(self.tick()),
             memo: Mutex::new(None),
         });

@@ -5,7 +5,8 @@
 //! Patterns are compiled by parsing the fragment inside a ladder of contexts (`compile.rs`);
 //! files are walked in parallel and parsed only when they contain the pattern's literals
 //! (`search.rs`), through the run's syntax index, which keeps texts, trees and where each
-//! node kind is for the next search (`index.rs`).
+//! node kind is for the next search (`index.rs`); a large Python file is parsed in pieces on
+//! every core (`parse.rs`).
 
 mod ast_edit;
 mod ast_grep;
@@ -13,6 +14,7 @@ mod compile;
 mod family;
 mod index;
 mod language;
+mod parse;
 mod resolve;
 mod search;
 mod staging;

@@ -15,7 +15,8 @@ use ast_grep_language::SupportLang;
 use memchr::memmem;
 
 use crate::compile::Compiled;
-use crate::index::{KindIndex, Parsed, Stamp, SyntaxIndex};
+use crate::index::{KindIndex, Stamp, SyntaxIndex};
+use crate::parse::{Parsed, Piece};
 
 /// How a search runs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -220,6 +221,14 @@ fn visit_file(
     let Some(parsed) = entry.parsed(compiled.lang) else {
         return Visit::Unreadable;
     };
+    // A file parsed in pieces has no node for its root: a pattern that may match one is
+    // searched in the whole tree, parsed for this search only.
+    if parsed.may_match_root(compiled) {
+        return match Parsed::whole(parsed.text(), compiled.lang) {
+            Some(whole) => matches_in(file, &whole, compiled, rewrite),
+            None => Visit::Unreadable,
+        };
+    }
     if rewrite.is_some() {
         return matches_in(file, parsed, compiled, rewrite);
     }
@@ -284,21 +293,21 @@ fn has_literals(finders: &[Literal<'_>], bytes: &[u8]) -> bool {
     finders.iter().all(|literal| literal.is_in(bytes))
 }
 
-/// Every match of the pattern in a parsed file, in pre-order as `find_all` yields them. The
-/// first search of a file walks every node (as `find_all` does) and records each one's kind
-/// on the way; later ones try only the nodes of a kind the pattern can match, found through
-/// that kind index.
+/// Every match of the pattern in a piece of a parsed file, in pre-order as `find_all` yields
+/// them. The first search of a piece walks every node (as `find_all` does) and records each
+/// one's kind on the way; later ones try only the nodes of a kind the pattern can match,
+/// found through that kind index.
 fn candidates<'r>(
-    parsed: &'r Parsed,
+    piece: &'r Piece,
     compiled: &Compiled,
 ) -> Vec<NodeMatch<'r, StrDoc<SupportLang>>> {
-    let root = &parsed.root;
+    let root = &piece.root;
     let kinds = compiled.pattern.potential_kinds();
     let wanted = |kind: u16| kinds.as_ref().is_none_or(|k| k.contains(usize::from(kind)));
     let top = root.root().get_inner_node();
     let mut cursor = top.walk();
     let mut found = Vec::new();
-    let Some(index) = parsed.kinds.get() else {
+    let Some(index) = piece.kinds.get() else {
         let mut order: Vec<u16> = Vec::with_capacity(top.descendant_count());
         'walk: loop {
             let kind = cursor.node().kind_id();
@@ -317,7 +326,7 @@ fn candidates<'r>(
                 }
             }
         }
-        let _ = parsed.kinds.set(KindIndex::from_order(&order));
+        let _ = piece.kinds.set(KindIndex::from_order(&order));
         return found;
     };
     if kinds.is_none() {
@@ -355,20 +364,56 @@ fn matches_in(
     compiled: &Compiled,
     rewrite: Option<&TemplateFix>,
 ) -> Visit {
-    let source = parsed.root.get_text();
     let path: Arc<Path> = Arc::from(file);
     let keys: Vec<(String, String)> = compiled
         .vars
         .iter()
         .map(|name| (format!("${name}"), format!("$$${name}")))
         .collect();
+    let in_piece = |piece: &Piece| matches_in_piece(&path, piece, compiled, &keys, rewrite);
+    // A file cut in pieces is large: its pieces are searched on every core.
+    let per_piece = match &parsed.pieces[..] {
+        [piece] => vec![in_piece(piece)],
+        pieces => crate::parse::on_every_core(pieces, in_piece),
+    };
     let mut found = Vec::new();
     let mut edits = Vec::new();
-    for matched in candidates(parsed, compiled) {
+    for (piece_found, piece_edits) in per_piece {
+        found.extend(piece_found);
+        edits.extend(piece_edits);
+    }
+    let rewrite = match rewrite {
+        Some(_) if !edits.is_empty() => Some(apply_edits(file, parsed.text(), edits)),
+        _ => None,
+    };
+    Visit::Parsed {
+        found: found.into(),
+        rewrite,
+    }
+}
+
+/// A replacement: where it starts, how many bytes it deletes, what it inserts.
+type Edit = (usize, usize, Vec<u8>);
+
+/// The matches in one piece of a file, in the file's positions, and with `rewrite` the
+/// edits that make it.
+fn matches_in_piece(
+    path: &Arc<Path>,
+    piece: &Piece,
+    compiled: &Compiled,
+    keys: &[(String, String)],
+    rewrite: Option<&TemplateFix>,
+) -> (Vec<Found>, Vec<Edit>) {
+    // Positions in a piece are the piece's; the file's are `start` bytes and `row` rows
+    // further on. A piece begins at a line's start, so columns are the same.
+    let (source, start, row_start) = (piece.root.get_text(), piece.start, piece.row);
+    let mut found = Vec::new();
+    let mut edits = Vec::new();
+    for matched in candidates(piece, compiled) {
         let range = matched.range();
         let env = matched.get_env();
         let mut captures = Vec::new();
-        for (name, (single, multi)) in compiled.vars.iter().zip(&keys) {
+        for (name, (single, multi)) in compiled.vars.iter().zip(keys) {
             if let Some(node) = env.get_match(name) {
                 captures.push((single.clone(), node.text().into_owned()));
             } else {
@@ -382,8 +427,8 @@ fn matches_in(
                 captures.push((multi.clone(), text));
             }
         }
-        // Rows come from the tree, not from counting newlines from the top of the file for
-        // every match (which is quadratic in files with many matches).
+        // Rows come from the tree, not from counting newlines from the top of the file
+        // for every match (which is quadratic in files with many matches).
         let (row, byte_column) = matched.start_pos().byte_point();
         let line_start = range.start - byte_column;
         let line_end = source[range.start..]
@@ -395,11 +440,11 @@ fn matches_in(
             (end_row, _) => end_row,
         };
         found.push(Found {
-            path: Arc::clone(&path),
-            range: range.clone(),
-            line: row + 1,
+            path: Arc::clone(path),
+            range: range.start + start..range.end + start,
+            line: row_start + row + 1,
             column: source[line_start..range.start].chars().count() + 1,
-            end_line: end_row + 1,
+            end_line: row_start + end_row + 1,
             text: matched.text().into_owned(),
             line_text: source[line_start..line_end]
                 .trim_end_matches('\r')
@@ -408,22 +453,19 @@ fn matches_in(
         });
         if let Some(template) = rewrite {
             let edit = matched.replace_by(template);
-            edits.push((edit.position, edit.deleted_length, edit.inserted_text));
+            edits.push((
+                edit.position + start,
+                edit.deleted_length,
+                edit.inserted_text,
+            ));
         }
     }
-    let rewrite = match rewrite {
-        Some(_) if !edits.is_empty() => Some(apply_edits(file, source, edits)),
-        _ => None,
-    };
-    Visit::Parsed {
-        found: found.into(),
-        rewrite,
-    }
+    (found, edits)
 }
 
 /// Applies non-overlapping edits in order; an edit inside one already applied is left out
 /// (the outer match's text, including the inner one, was replaced whole).
-fn apply_edits(file: &Path, source: &str, mut edits: Vec<(usize, usize, Vec<u8>)>) -> Rewrite {
+fn apply_edits(file: &Path, source: &str, mut edits: Vec<Edit>) -> Rewrite {
     edits.sort_by_key(|(position, _, _)| *position);
     let mut out = String::with_capacity(source.len());
     let mut cursor = 0;

@@ -20,6 +20,11 @@ struct Fixture {
 fn fixture(files: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     tools_test_support::write_fixture(dir.path(), files).unwrap();
+    fixture_in(dir)
+}
+
+/// The tools over the files already in `dir`.
+fn fixture_in(dir: tempfile::TempDir) -> Fixture {
     let mut builder = RegistryBuilder::new(Run::new(Workspace::new(dir.path()).unwrap()));
     let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
     tools_ast::register(
@@ -743,4 +748,180 @@ fn index_stays_within_its_budget_dropping_the_least_recently_used() {
     let stats = index.stats();
     assert!(stats.bytes <= 1 << 20, "{stats:?}");
     assert!(stats.evicted > 0 && stats.files > 0, "{stats:?}");
+}
+
+/// pandas' modules (the test venv's copy, code nobody here wrote) end to end in `big.py`, at
+/// least 3 MiB, and each one alone under `modules/`, with where each begins in `big.py`.
+/// None when the test venv lacks pandas.
+fn pandas_in_one_file() -> Option<(tempfile::TempDir, Vec<(std::path::PathBuf, usize)>)> {
+    if !tools_test_support::python_imports("pandas") {
+        return None;
+    }
+    let lib = tools_test_support::repo_root().join(".venv/lib");
+    let python = std::fs::read_dir(&lib).unwrap().flatten().next().unwrap();
+    let pandas = python.path().join("site-packages/pandas");
+    // The venv ignores itself (`.venv/.gitignore` holds `*`): every filter off.
+    let mut sources: Vec<_> = ignore::WalkBuilder::new(&pandas)
+        .standard_filters(false)
+        .build()
+        .flatten()
+        .map(|entry| entry.into_path())
+        .filter(|path| path.extension().is_some_and(|x| x == "py"))
+        .collect();
+    sources.sort();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("modules")).unwrap();
+    let mut big = String::new();
+    let mut starts = Vec::new();
+    for source in sources {
+        let Ok(mut text) = std::fs::read_to_string(&source) else {
+            continue;
+        };
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let module = dir.path().join(format!("modules/{:04}.py", starts.len()));
+        std::fs::write(&module, &text).unwrap();
+        starts.push((module, big.len()));
+        big.push_str(&text);
+        if big.len() >= 3 << 20 {
+            break;
+        }
+    }
+    assert!(
+        big.len() >= 3 << 20,
+        "pandas holds {} bytes of Python",
+        big.len()
+    );
+    std::fs::write(dir.path().join("big.py"), &big).unwrap();
+    settle(dir.path(), AGO);
+    Some((dir, starts))
+}
+
+// Issue 23: a large Python file is parsed in pieces on every core; what it finds is what the
+// same code finds as the separate modules it was made of, positions shifted.
+#[test]
+fn index_a_large_file_parsed_in_pieces_finds_what_its_modules_find() {
+    let Some((dir, starts)) = pandas_in_one_file() else {
+        return;
+    };
+    let big = dir.path().join("big.py");
+    let options = tools_ast::SearchOptions::default();
+    let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
+    let patterns = [
+        "isinstance($X, $T)",
+        "$A = $B",
+        "def $F($$$P): $$$B",
+        "raise $E($$$A)",
+        "self.$A = $B",
+    ];
+    for pattern in patterns {
+        let fresh = tools_ast::SyntaxIndex::new(0);
+        let mut apart = Vec::new();
+        for (module, start) in &starts {
+            for span in tools_ast::find_spans(pattern, "python", module, options, &fresh).unwrap() {
+                apart.push((span.start + start, span.end + start));
+            }
+        }
+        for round in ["first", "again"] {
+            let whole: Vec<(usize, usize)> =
+                tools_ast::find_spans(pattern, "python", &big, options, &index)
+                    .unwrap()
+                    .into_iter()
+                    .map(|span| (span.start, span.end))
+                    .collect();
+            assert!(!whole.is_empty(), "{pattern}");
+            assert!(
+                whole == apart,
+                "`{pattern}` {round}: {} in the one file, {} in its modules",
+                whole.len(),
+                apart.len()
+            );
+        }
+    }
+    // A pattern that may match any node matches the file's root once, as a whole tree
+    // would, not once per piece.
+    let any = tools_ast::find_spans("$X", "python", &big, options, &index).unwrap();
+    let len = std::fs::metadata(&big).unwrap().len() as usize;
+    let roots = any.iter().filter(|span| span.start == 0 && span.end == len);
+    assert_eq!(roots.count(), 1);
+    let held = index.stats();
+    assert!(held.parsed == 1, "{held:?}");
+}
+
+// Issue 23: lines and columns of a match deep in a file parsed in pieces are the file's.
+#[tokio::test]
+async fn index_lines_in_a_large_file_parsed_in_pieces_are_the_files_lines() {
+    let Some((dir, starts)) = pandas_in_one_file() else {
+        return;
+    };
+    let big = std::fs::read_to_string(dir.path().join("big.py")).unwrap();
+    // The last function the file defines at the top level, well past the first piece.
+    let (_, last_start) = starts.last().unwrap();
+    let at = big.rfind("\ndef ").unwrap() + 1;
+    assert!(at > 2 << 20 && at >= *last_start - (1 << 20));
+    let name: String = big[at + 4..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    let f = fixture_in(dir);
+    let result = f
+        .grep(json!({ "pattern": name, "language": "python", "path": "big.py" }))
+        .await;
+    let line = big[..at].matches('\n').count() + 1;
+    let lines: Vec<&str> = big.lines().collect();
+    let structured = result.structured.as_ref().unwrap();
+    let matches = structured["matches"].as_array().unwrap();
+    for found in matches {
+        let at_line = found["line"].as_u64().unwrap() as usize;
+        let column = found["column"].as_u64().unwrap() as usize;
+        let text: String = lines[at_line - 1].chars().skip(column - 1).collect();
+        assert_eq!(found["line_text"], lines[at_line - 1], "{}", result.text);
+        assert!(text.starts_with(&name), "{}", result.text);
+        assert_eq!(found["end_line"], at_line);
+    }
+    // The definition itself is among them, at its line.
+    assert!(
+        matches
+            .iter()
+            .any(|m| m["line"] == line && m["column"] == 5),
+        "{}",
+        result.text
+    );
+}
+
+// Issue 23: a rewrite of a large file parsed in pieces writes what the same rewrite writes
+// in the modules it was made of.
+#[tokio::test]
+async fn index_a_rewrite_of_a_large_file_parsed_in_pieces_writes_what_its_modules_get() {
+    let Some((dir, starts)) = pandas_in_one_file() else {
+        return;
+    };
+    let f = fixture_in(dir);
+    for (at, path) in ["modules", "big.py"].into_iter().enumerate() {
+        let staged = f
+            .call(
+                "ast_edit",
+                json!({
+                    "pattern": "isinstance($X, $T)",
+                    "rewrite": "is_instance_of($T, $X)",
+                    "language": "python",
+                    "path": path,
+                }),
+            )
+            .await;
+        assert!(!staged.is_error, "{}", staged.text);
+        let id = format!("edit_{}", at + 1);
+        let accepted = f
+            .call("resolve", json!({"edit_id": id, "action": "accept"}))
+            .await;
+        assert!(!accepted.is_error, "{}", accepted.text);
+    }
+    let apart: String = starts
+        .iter()
+        .map(|(module, _)| std::fs::read_to_string(module).unwrap())
+        .collect();
+    let whole = f.read("big.py");
+    assert!(whole.contains("is_instance_of("));
+    assert!(whole == apart, "{} vs {} bytes", whole.len(), apart.len());
 }
