@@ -210,14 +210,20 @@ mod tests {
 
     #[cfg(feature = "ast")]
     #[test]
-    fn prod_6_the_ast_table_sets_the_index_budget() {
+    fn prod_6_the_ast_table_sets_the_index_budget_and_prewarm() {
         let dir = tempfile::tempdir().unwrap();
         let (config, _) = Config::load(dir.path(), None).unwrap();
         let ast = |config: &Config| config.families.get::<tools_ast::AstFamily>();
         assert_eq!(ast(&config).cache_mb, tools_ast::DEFAULT_CACHE_MB);
-        std::fs::write(dir.path().join(CONFIG_FILE), "[ast]\ncache_mb = 0\n").unwrap();
+        assert!(!ast(&config).prewarm);
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[ast]\ncache_mb = 0\nprewarm = true\n",
+        )
+        .unwrap();
         let (config, _) = Config::load(dir.path(), None).unwrap();
         assert_eq!(ast(&config).cache_mb, 0);
+        assert!(ast(&config).prewarm);
         std::fs::write(dir.path().join(CONFIG_FILE), "[ast]\ncache = 5\n").unwrap();
         let error = Config::load(dir.path(), None).unwrap_err();
         assert!(format!("{error:#}").contains("cache"), "{error:#}");

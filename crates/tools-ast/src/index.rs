@@ -228,6 +228,8 @@ pub struct IndexStats {
     pub bytes: usize,
     /// Entries dropped to stay in budget, since the run began.
     pub evicted: u64,
+    /// Files parsed since the run began (each tree a search or the prewarm built).
+    pub parses: u64,
 }
 
 /// The run's syntax index: shared by `ast_grep` and `ast_edit`, bounded, safe to use from
@@ -238,6 +240,8 @@ pub struct SyntaxIndex {
     /// The clock when the latest search began: what it has used is not evicted for it.
     epoch: AtomicU64,
     inner: Mutex<Inner>,
+    /// Files parsed so far.
+    parses: AtomicU64,
     /// The commit watcher, once attached to the run's workspace (held here so it lives as
     /// long as the index).
     watcher: OnceLock<Arc<tools_core::CommitWatcher>>,
@@ -271,6 +275,7 @@ impl SyntaxIndex {
             clock: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             inner: Mutex::new(Inner::default()),
+            parses: AtomicU64::new(0),
             watcher: OnceLock::new(),
         })
     }
@@ -317,6 +322,7 @@ impl SyntaxIndex {
                 .count(),
             bytes: inner.bytes,
             evicted: inner.evicted,
+            parses: self.parses.load(Ordering::Relaxed),
         }
     }
 
@@ -356,6 +362,20 @@ impl SyntaxIndex {
         settled: bool,
         text: String,
     ) -> Arc<Entry> {
+        self.admit_text(path, stamp, settled, text, Admit::Evicting)
+            .0
+    }
+
+    /// [`SyntaxIndex::insert`], `admit` saying whether room may be made; with whether the
+    /// entry is held.
+    pub(crate) fn admit_text(
+        &self,
+        path: &Path,
+        stamp: Stamp,
+        settled: bool,
+        text: String,
+        admit: Admit,
+    ) -> (Arc<Entry>, bool) {
         let entry = Arc::new(Entry {
             stamp,
             text: Some(text),
@@ -364,18 +384,19 @@ impl SyntaxIndex {
             memo: Mutex::new(None),
         });
         if self.budget == 0 || !settled {
-            return entry;
+            return (entry, false);
         }
         let bytes = entry.bytes();
         let mut inner = self.lock();
         if let Some(old) = inner.entries.remove(path) {
             inner.bytes = inner.bytes.saturating_sub(old.bytes());
         }
-        if self.make_room(&mut inner, bytes) {
+        let held = self.make_room(&mut inner, bytes, admit);
+        if held {
             inner.entries.insert(path.to_owned(), Arc::clone(&entry));
             inner.bytes += bytes;
         }
-        entry
+        (entry, held)
     }
 
     /// Parses `entry` as `lang` and puts an entry that holds the tree instead of the bare
@@ -386,9 +407,23 @@ impl SyntaxIndex {
         entry: &Arc<Entry>,
         lang: SupportLang,
     ) -> Option<Arc<Entry>> {
+        self.admit_tree(path, entry, lang, Admit::Evicting)
+            .map(|(parsed, _)| parsed)
+    }
+
+    /// [`SyntaxIndex::parse`], `admit` saying whether room may be made; with whether the
+    /// tree is held.
+    pub(crate) fn admit_tree(
+        &self,
+        path: &Path,
+        entry: &Arc<Entry>,
+        lang: SupportLang,
+        admit: Admit,
+    ) -> Option<(Arc<Entry>, bool)> {
         if entry.parsed(lang).is_some() {
-            return Some(Arc::clone(entry));
+            return Some((Arc::clone(entry), true));
         }
+        self.parses.fetch_add(1, Ordering::Relaxed);
         let parsed = Arc::new(Entry {
             stamp: entry.stamp,
             text: None,
@@ -397,10 +432,11 @@ impl SyntaxIndex {
             memo: Mutex::new(None),
         });
         if self.budget == 0 {
-            return Some(parsed);
+            return Some((parsed, false));
         }
         let bytes = parsed.bytes();
         let mut inner = self.lock();
+        let mut held = false;
         // Only over the entry it was parsed from: a newer one (the file changed) stays.
         if inner
             .entries
@@ -409,12 +445,13 @@ impl SyntaxIndex {
         {
             inner.entries.remove(path);
             inner.bytes = inner.bytes.saturating_sub(entry.bytes());
-            if self.make_room(&mut inner, bytes) {
+            held = self.make_room(&mut inner, bytes, admit);
+            if held {
                 inner.entries.insert(path.to_owned(), Arc::clone(&parsed));
                 inner.bytes += bytes;
             }
         }
-        Some(parsed)
+        Some((parsed, held))
     }
 
     /// Remembers `found` as `entry`'s matches of the pattern with `key`, in place of the
@@ -447,7 +484,7 @@ impl SyntaxIndex {
             inner.bytes = inner.bytes.saturating_sub(old.bytes);
         }
         // The entry itself was used by this search, so making room never drops it.
-        if self.make_room(&mut inner, added) {
+        if self.make_room(&mut inner, added, Admit::Evicting) {
             *held = Some(memo);
             inner.bytes += added;
         }
@@ -462,13 +499,13 @@ impl SyntaxIndex {
     /// running search has not used; false when there is no such room, and then nothing new
     /// is held until the next search: a search over more than the budget keeps what it
     /// held (hits the next time) rather than evicting its own start before it comes round
-    /// again.
-    fn make_room(&self, inner: &mut Inner, bytes: usize) -> bool {
+    /// again. With [`Admit::IfRoom`] nothing is dropped.
+    fn make_room(&self, inner: &mut Inner, bytes: usize, admit: Admit) -> bool {
         if inner.bytes + bytes <= self.budget {
             return true;
         }
         let epoch = self.epoch.load(Ordering::Relaxed);
-        if bytes > self.budget || inner.full_since == Some(epoch) {
+        if admit == Admit::IfRoom || bytes > self.budget || inner.full_since == Some(epoch) {
             return false;
         }
         let mut old: Vec<(u64, PathBuf, usize)> = inner
@@ -498,18 +535,32 @@ impl SyntaxIndex {
     }
 }
 
+/// Whether something new may push older entries out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// A search's: the least recently used go to make room.
+    Evicting,
+    /// The prewarm's: held only where there is room, so it never drops what a search used.
+    IfRoom,
+}
+
 /// The `[ast]` table of `agent-tools.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AstConfig {
     /// MiB the run's syntax index may hold (default 1024; 0 keeps nothing between searches).
     pub cache_mb: usize,
+    /// Whether the run parses the workspace's source files into the index in the background
+    /// as it starts, at idle CPU priority and never past `cache_mb`, so that even its first
+    /// search of a pattern that needs every file parses none (default false).
+    pub prewarm: bool,
 }
 
 impl Default for AstConfig {
     fn default() -> Self {
         AstConfig {
             cache_mb: DEFAULT_CACHE_MB,
+            prewarm: false,
         }
     }
 }

@@ -6,7 +6,8 @@
 //! files are walked in parallel and parsed only when they contain the pattern's literals
 //! (`search.rs`), through the run's syntax index, which keeps texts, trees and where each
 //! node kind is for the next search (`index.rs`); a large Python file is parsed in pieces on
-//! every core (`parse.rs`).
+//! every core (`parse.rs`). A run may fill the index in the background as it starts
+//! (`[ast] prewarm`, `prewarm.rs`).
 
 mod ast_edit;
 mod ast_grep;
@@ -15,6 +16,7 @@ mod family;
 mod index;
 mod language;
 mod parse;
+mod prewarm;
 mod resolve;
 mod search;
 mod staging;
@@ -27,6 +29,7 @@ pub use crate::{
     ast_edit::{AstEdit, AstEditInput, AstEditOutput, EditedFile},
     ast_grep::{AstGrep, AstGrepInput, AstGrepOutput, AstMatch},
     index::{AstConfig, DEFAULT_CACHE_MB, IndexStats, SyntaxIndex},
+    prewarm::{Prewarm, PrewarmReport},
     resolve::{Resolve, ResolveAction, ResolveInput, ResolveOutput},
     search::{SearchOptions, Span, find_spans},
 };

@@ -16,13 +16,11 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ast_grep_core::AstGrep;
 use ast_grep_core::tree_sitter::StrDoc;
+use ast_grep_core::{AstGrep, Matcher as _, Node};
 use ast_grep_language::SupportLang;
 
 use crate::compile::Compiled;
-use ast_grep_core::Matcher as _;
-
 use crate::index::KindIndex;
 
 /// About how much one piece holds.
@@ -67,6 +65,41 @@ impl Piece {
     /// Its nodes, the root included.
     pub(crate) fn nodes(&self) -> usize {
         self.root.root().get_inner_node().descendant_count()
+    }
+
+    /// Walks every node in pre-order, giving `visit` each one of a kind `wanted` accepts,
+    /// and keeps every node's kind as the piece's kind index.
+    pub(crate) fn walk_indexing<'r>(
+        &'r self,
+        wanted: impl Fn(u16) -> bool,
+        mut visit: impl FnMut(Node<'r, StrDoc<SupportLang>>),
+    ) {
+        let top = self.root.root().get_inner_node();
+        let mut cursor = top.walk();
+        let mut order: Vec<u16> = Vec::with_capacity(top.descendant_count());
+        'walk: loop {
+            let kind = cursor.node().kind_id();
+            order.push(kind);
+            if wanted(kind) {
+                visit(self.root.adopt(cursor.node()));
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    break 'walk;
+                }
+            }
+        }
+        let _ = self.kinds.set(KindIndex::from_order(&order));
+    }
+
+    /// Builds its kind index when no search has yet.
+    pub(crate) fn index_kinds(&self) {
+        if self.kinds.get().is_none() {
+            self.walk_indexing(|_| false, |_| {});
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use ast_grep_language::SupportLang;
 use memchr::memmem;
 
 use crate::compile::Compiled;
-use crate::index::{KindIndex, Stamp, SyntaxIndex};
+use crate::index::{Stamp, SyntaxIndex};
 use crate::parse::{Parsed, Piece};
 
 /// How a search runs.
@@ -308,25 +308,11 @@ fn candidates<'r>(
     let mut cursor = top.walk();
     let mut found = Vec::new();
     let Some(index) = piece.kinds.get() else {
-        let mut order: Vec<u16> = Vec::with_capacity(top.descendant_count());
-        'walk: loop {
-            let kind = cursor.node().kind_id();
-            order.push(kind);
-            if wanted(kind)
-                && let Some(matched) = compiled.pattern.match_node(root.adopt(cursor.node()))
-            {
+        piece.walk_indexing(wanted, |node| {
+            if let Some(matched) = compiled.pattern.match_node(node) {
                 found.push(matched);
             }
-            if cursor.goto_first_child() {
-                continue;
-            }
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
-                    break 'walk;
-                }
-            }
-        }
-        let _ = piece.kinds.set(KindIndex::from_order(&order));
+        });
         return found;
     };
     if kinds.is_none() {

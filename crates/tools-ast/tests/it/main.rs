@@ -925,3 +925,150 @@ async fn index_a_rewrite_of_a_large_file_parsed_in_pieces_writes_what_its_module
     assert!(whole.contains("is_instance_of("));
     assert!(whole == apart, "{} vs {} bytes", whole.len(), apart.len());
 }
+
+const PREWARM_PATTERNS: &[&str] = &[
+    "$A = $B",
+    "isinstance($X, $T)",
+    "raise NotImplementedError($$$A)",
+    "def $F(self, $$$P): $$$B",
+];
+
+fn files_ending(root: &Path, extension: &str) -> usize {
+    ignore::WalkBuilder::new(root)
+        .build()
+        .flatten()
+        .filter(|entry| entry.path().extension().is_some_and(|x| x == extension))
+        .count()
+}
+
+// Issue 23, `[ast] prewarm`: the index parses every source file before any search, so the
+// first search of a broad pattern parses nothing and finds what a fresh search finds.
+#[test]
+fn index_prewarm_holds_every_file_so_a_first_search_parses_none() {
+    let Some((dir, _)) = pandas_in_one_file() else {
+        return;
+    };
+    let files = files_ending(dir.path(), "py");
+    let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
+    let report = index.prewarm(dir.path()).wait();
+    assert_eq!((report.files, report.held), (files, files), "{report:?}");
+    assert!(!report.full && !report.abandoned, "{report:?}");
+    let warmed = index.stats();
+    assert_eq!(
+        (warmed.parsed as u64, warmed.parses),
+        (files as u64, files as u64)
+    );
+    let options = tools_ast::SearchOptions::default();
+    for pattern in PREWARM_PATTERNS {
+        let fresh = tools_ast::SyntaxIndex::new(0);
+        let expected =
+            tools_ast::find_spans(pattern, "python", dir.path(), options, &fresh).unwrap();
+        let found = tools_ast::find_spans(pattern, "python", dir.path(), options, &index).unwrap();
+        assert!(!expected.is_empty(), "{pattern}");
+        assert!(
+            found == expected,
+            "`{pattern}`: {} vs {}",
+            found.len(),
+            expected.len()
+        );
+    }
+    // Every search found its trees held: none was parsed again.
+    assert_eq!(index.stats().parses, warmed.parses);
+}
+
+// Issue 23: the prewarm fills only free room: it stops at the budget and drops nothing a
+// search held.
+#[test]
+fn index_prewarm_stops_at_the_budget_and_drops_nothing_a_search_held() {
+    let Some((dir, starts)) = pandas_in_one_file() else {
+        return;
+    };
+    let pattern = "raise NotImplementedError($$$A)";
+    // One module with a match, searched first: its tree is held.
+    let (module, _) = starts
+        .iter()
+        .find(|(module, _)| {
+            std::fs::read_to_string(module)
+                .unwrap()
+                .contains("raise NotImplementedError(")
+        })
+        .unwrap();
+    let options = tools_ast::SearchOptions::default();
+    let index = tools_ast::SyntaxIndex::new(2);
+    let first = tools_ast::find_spans(pattern, "python", module, options, &index).unwrap();
+    // Then another, so the first one's entry is no longer the latest search's.
+    let (other, _) = starts.iter().find(|(other, _)| other != module).unwrap();
+    tools_ast::find_spans("$A = $B", "python", other, options, &index).unwrap();
+    let searched = index.stats();
+    assert!(!first.is_empty() && searched.parsed == 2, "{searched:?}");
+    let report = index.prewarm(dir.path()).wait();
+    assert!(report.full && report.held < report.files, "{report:?}");
+    let warmed = index.stats();
+    assert!(warmed.bytes <= 2 << 20, "{warmed:?}");
+    assert_eq!(warmed.evicted, 0, "{warmed:?}");
+    // What the search held is still held: searching again parses nothing.
+    let again = tools_ast::find_spans(pattern, "python", module, options, &index).unwrap();
+    assert!(again == first);
+    assert_eq!(index.stats().parses, warmed.parses);
+}
+
+// Issue 23: a file changed outside the run after the prewarm held it is searched as it is.
+#[test]
+fn index_a_file_changed_after_the_prewarm_is_searched_as_it_is_now() {
+    let dir = rust_sources();
+    let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
+    let report = index.prewarm(dir.path()).wait();
+    assert!(
+        report.held > 20 && report.held == report.files,
+        "{report:?}"
+    );
+    let file = dir.path().join("tools-ast/src/lib.rs");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("\nfn added() { prewarmed_and_changed().unwrap(); }\n");
+    std::fs::write(&file, &text).unwrap();
+    let options = tools_ast::SearchOptions::default();
+    let spans = tools_ast::find_spans(
+        "prewarmed_and_changed().unwrap()",
+        "rust",
+        dir.path(),
+        options,
+        &index,
+    )
+    .unwrap();
+    assert_eq!(spans.len(), 1);
+    assert_eq!(spans[0].path, file);
+}
+
+// Issue 23: a run bound with `prewarm = true` fills its index by itself; a listing (the
+// generated docs) prewarms nothing.
+#[test]
+fn index_a_run_with_prewarm_fills_its_index_and_a_listing_does_not() {
+    use tools_core::Family as _;
+    let dir = rust_sources();
+    let config = tools_ast::AstConfig {
+        prewarm: true,
+        ..Default::default()
+    };
+    let bind = |listing: bool| {
+        let binding = tools_core::Binding {
+            root: dir.path(),
+            surface: tools_core::Surface::Full,
+            listing,
+        };
+        tools_ast::AstFamily::bind(&config, &binding)
+            .unwrap()
+            .unwrap()
+            .1
+    };
+    let listed = bind(true);
+    let index = bind(false);
+    let files = files_ending(dir.path(), "rs");
+    assert!(files > 20);
+    // No search runs: every tree held is the prewarm's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while index.stats().parsed < files {
+        assert!(std::time::Instant::now() < deadline, "{:?}", index.stats());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(listed.stats(), tools_ast::IndexStats::default());
+}

@@ -1,0 +1,184 @@
+//! Filling the syntax index before the first search (`[ast] prewarm`, issue 23).
+//!
+//! A run's first search of a pattern that needs every file parses every file, and parsing
+//! is most of what the ast-grep CLI does too: on the same engine such a search cannot be much
+//! faster than the CLI's. A run that asks for it parses the workspace's source files into the
+//! index as it starts instead, in the background: a file and its tree and node kinds, as a
+//! search would have held them, so the first search of any pattern finds them held and
+//! only walks. The threads run at idle CPU priority (`SCHED_IDLE`: only when nothing else
+//! wants the core), never make room (what a search held stays; the prewarm stops when the
+//! budget is full) and stop once the index is dropped. A file changed later is caught by its
+//! stamp like any other.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use ast_grep_core::language::Language as _;
+use ast_grep_language::SupportLang;
+
+use crate::index::{Admit, Stamp, SyntaxIndex};
+
+/// What a prewarm did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PrewarmReport {
+    /// Source files of a language the index knows, under the root.
+    pub files: usize,
+    /// Of those, files whose tree the index now holds (parsed by the prewarm or before it).
+    pub held: usize,
+    /// Whether it stopped because the budget was full.
+    pub full: bool,
+    /// Whether it stopped because the index was dropped.
+    pub abandoned: bool,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// A running prewarm: dropping it leaves it running; [`Prewarm::wait`] waits for it.
+#[derive(Debug)]
+pub struct Prewarm {
+    /// None when no thread could be started (nothing is prewarmed).
+    thread: Option<std::thread::JoinHandle<PrewarmReport>>,
+}
+
+impl Prewarm {
+    /// Waits for it to end.
+    pub fn wait(self) -> PrewarmReport {
+        self.thread
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl SyntaxIndex {
+    /// Starts parsing the source files under `root` into the index, in the background.
+    pub fn prewarm(self: &Arc<Self>, root: &Path) -> Prewarm {
+        let index = Arc::downgrade(self);
+        let root = root.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("ast-prewarm".into())
+            .spawn(move || {
+                // Threads started from here inherit the priority, the pieces' ones too.
+                idle_priority();
+                let report = prewarm(&index, &root);
+                tracing::info!(
+                    files = report.files,
+                    held = report.held,
+                    full = report.full,
+                    abandoned = report.abandoned,
+                    ms = report.elapsed.as_millis() as u64,
+                    "ast prewarm ended"
+                );
+                report
+            });
+        // No thread to be had: nothing is prewarmed, and searches parse as they would.
+        Prewarm {
+            thread: thread.ok(),
+        }
+    }
+}
+
+fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
+    let started = Instant::now();
+    let files: Vec<(PathBuf, SupportLang)> = ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .build()
+        .flatten()
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|entry| {
+            let lang = SupportLang::from_path(entry.path())?;
+            Some((entry.into_path(), lang))
+        })
+        .collect();
+    let held = AtomicUsize::new(0);
+    let full = AtomicBool::new(false);
+    let abandoned = AtomicBool::new(false);
+    crate::parse::on_every_core(&files, |(path, lang)| {
+        if full.load(Ordering::Relaxed) || abandoned.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(index) = index.upgrade() else {
+            abandoned.store(true, Ordering::Relaxed);
+            return;
+        };
+        match warm(&index, path, *lang) {
+            Warmed::Held => {
+                held.fetch_add(1, Ordering::Relaxed);
+            }
+            Warmed::Full => full.store(true, Ordering::Relaxed),
+            Warmed::Not => {}
+        }
+    });
+    PrewarmReport {
+        files: files.len(),
+        held: held.into_inner(),
+        full: full.into_inner(),
+        abandoned: abandoned.into_inner(),
+        elapsed: started.elapsed(),
+    }
+}
+
+enum Warmed {
+    /// Its tree is held.
+    Held,
+    /// It did not fit.
+    Full,
+    /// Not held, for a reason of its own (not text, just modified, a parser that gave up).
+    Not,
+}
+
+/// Reads, parses and holds one file as a search would, where there is room.
+fn warm(index: &SyntaxIndex, path: &Path, lang: SupportLang) -> Warmed {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Warmed::Not;
+    };
+    let entry = match index.get(path, Stamp::of(&meta)) {
+        Some(entry) if entry.parsed(lang).is_some() => return Warmed::Held,
+        Some(entry) => entry,
+        None => {
+            let started = SystemTime::now();
+            let Ok((bytes, meta)) = tools_core::read_regular_with_metadata(path) else {
+                return Warmed::Not;
+            };
+            let Ok(text) = String::from_utf8(bytes) else {
+                return Warmed::Not;
+            };
+            let settled = Stamp::settled(&meta, started);
+            match index.admit_text(path, Stamp::of(&meta), settled, text, Admit::IfRoom) {
+                (entry, true) => entry,
+                // Modified just now: a search reads it afresh anyway.
+                _ if !settled => return Warmed::Not,
+                _ => return Warmed::Full,
+            }
+        }
+    };
+    match index.admit_tree(path, &entry, lang, Admit::IfRoom) {
+        Some((parsed, true)) => {
+            for piece in parsed.parsed(lang).map_or(&[][..], |p| &p.pieces) {
+                piece.index_kinds();
+            }
+            Warmed::Held
+        }
+        // A search may have held its own tree of it meanwhile; if not, there was no room.
+        Some((_, false)) => match index.get(path, entry.stamp) {
+            Some(held) if held.parsed(lang).is_some() => Warmed::Held,
+            _ => Warmed::Full,
+        },
+        None => Warmed::Not,
+    }
+}
+
+/// Lowers the calling thread to idle priority (`SCHED_IDLE`), or failing that to the
+/// lowest nice value; where neither is allowed it runs as it is.
+fn idle_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: both calls take plain values and a pointer to a `sched_param` that lives
+    // through the call; on Linux, pid 0 names the calling thread only.
+    #[allow(unsafe_code)]
+    unsafe {
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        }
+    }
+}
