@@ -62,6 +62,10 @@ impl SyntaxIndex {
                 // Threads started from here inherit the priority, the pieces' ones too.
                 idle_priority();
                 let report = prewarm(&index, &root);
+                if report.abandoned && report.held == 0 {
+                    tracing::debug!(?report, "ast prewarm abandoned: the index was dropped");
+                    return report;
+                }
                 tracing::info!(
                     files = report.files,
                     held = report.held,
@@ -81,9 +85,12 @@ impl SyntaxIndex {
 
 fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
     let started = Instant::now();
+    // A run built only to be described (the server's instructions) drops its index at
+    // once: the walk ends there too.
     let files: Vec<(PathBuf, SupportLang)> = ignore::WalkBuilder::new(root)
         .require_git(false)
         .build()
+        .take_while(|_| index.strong_count() > 0)
         .flatten()
         .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
         .filter_map(|entry| {
@@ -93,7 +100,7 @@ fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
         .collect();
     let held = AtomicUsize::new(0);
     let full = AtomicBool::new(false);
-    let abandoned = AtomicBool::new(false);
+    let abandoned = AtomicBool::new(index.strong_count() == 0);
     crate::parse::on_every_core(&files, |(path, lang)| {
         if full.load(Ordering::Relaxed) || abandoned.load(Ordering::Relaxed) {
             return;

@@ -1072,3 +1072,19 @@ fn index_a_run_with_prewarm_fills_its_index_and_a_listing_does_not() {
     }
     assert_eq!(listed.stats(), tools_ast::IndexStats::default());
 }
+
+// Issue 23: dropping the index stops its prewarm, and nothing of it is left held.
+#[test]
+fn index_a_prewarm_stops_once_its_index_is_dropped() {
+    let Some((dir, _)) = pandas_in_one_file() else {
+        return;
+    };
+    let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
+    let weak = std::sync::Arc::downgrade(&index);
+    let prewarm = index.prewarm(dir.path());
+    drop(index);
+    let report = prewarm.wait();
+    assert!(report.abandoned && !report.full, "{report:?}");
+    assert!(report.held < files_ending(dir.path(), "py"), "{report:?}");
+    assert_eq!(weak.strong_count(), 0);
+}
