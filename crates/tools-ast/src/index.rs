@@ -280,6 +280,11 @@ impl SyntaxIndex {
         })
     }
 
+    /// The most it holds, in bytes.
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
+    }
+
     /// Whether it holds anything at all (a budget of 0 holds nothing).
     pub fn enabled(&self) -> bool {
         self.budget > 0

@@ -23,11 +23,12 @@ use crate::index::{Admit, Stamp, SyntaxIndex};
 /// What a prewarm did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PrewarmReport {
-    /// Source files of a language the index knows, under the root.
+    /// Source files of a language the index knows, under the root, that it took up (the
+    /// walk stops where their text alone would be more than the budget).
     pub files: usize,
     /// Of those, files whose tree the index now holds (parsed by the prewarm or before it).
     pub held: usize,
-    /// Whether it stopped because the budget was full.
+    /// Whether it stopped because the budget was full (or would have been).
     pub full: bool,
     /// Whether it stopped because the index was dropped.
     pub abandoned: bool,
@@ -85,24 +86,43 @@ impl SyntaxIndex {
 
 fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
     let started = Instant::now();
-    // A run built only to be described (the server's instructions) drops its index at
-    // once: the walk ends there too.
-    let files: Vec<(PathBuf, SupportLang)> = ignore::WalkBuilder::new(root)
-        .require_git(false)
-        .build()
-        .take_while(|_| index.strong_count() > 0)
-        .flatten()
-        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
-        .filter_map(|entry| {
-            let lang = SupportLang::from_path(entry.path())?;
-            Some((entry.into_path(), lang))
-        })
-        .collect();
+    let Some(budget) = index.upgrade().map(|index| index.budget()) else {
+        return PrewarmReport {
+            abandoned: true,
+            elapsed: started.elapsed(),
+            ..PrewarmReport::default()
+        };
+    };
+    // The walk ends once the files' text alone is more than the budget holds (a root over
+    // a whole disk costs no more than that), and when the index is dropped: a run built
+    // only to be described (the server's instructions) drops it at once.
+    let mut text_bytes = 0u64;
+    let mut files: Vec<(PathBuf, SupportLang)> = Vec::new();
+    let mut over_budget = false;
+    for entry in ignore::WalkBuilder::new(root).require_git(false).build() {
+        if index.strong_count() == 0 {
+            break;
+        }
+        let Ok(entry) = entry else { continue };
+        let Some(lang) = SupportLang::from_path(entry.path()) else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        text_bytes += meta.len();
+        if text_bytes > budget as u64 {
+            over_budget = true;
+            break;
+        }
+        files.push((entry.into_path(), lang));
+    }
     let held = AtomicUsize::new(0);
-    let full = AtomicBool::new(false);
+    let filled = AtomicBool::new(false);
     let abandoned = AtomicBool::new(index.strong_count() == 0);
     crate::parse::on_every_core(&files, |(path, lang)| {
-        if full.load(Ordering::Relaxed) || abandoned.load(Ordering::Relaxed) {
+        if abandoned.load(Ordering::Relaxed) || filled.load(Ordering::Relaxed) {
             return;
         }
         let Some(index) = index.upgrade() else {
@@ -113,14 +133,14 @@ fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
             Warmed::Held => {
                 held.fetch_add(1, Ordering::Relaxed);
             }
-            Warmed::Full => full.store(true, Ordering::Relaxed),
+            Warmed::Full => filled.store(true, Ordering::Relaxed),
             Warmed::Not => {}
         }
     });
     PrewarmReport {
         files: files.len(),
         held: held.into_inner(),
-        full: full.into_inner(),
+        full: over_budget || filled.into_inner(),
         abandoned: abandoned.into_inner(),
         elapsed: started.elapsed(),
     }

@@ -1003,6 +1003,8 @@ fn index_prewarm_stops_at_the_budget_and_drops_nothing_a_search_held() {
     assert!(!first.is_empty() && searched.parsed == 2, "{searched:?}");
     let report = index.prewarm(dir.path()).wait();
     assert!(report.full && report.held < report.files, "{report:?}");
+    // The walk itself stopped where the files' text alone outgrew the budget.
+    assert!(report.files < files_ending(dir.path(), "py"), "{report:?}");
     let warmed = index.stats();
     assert!(warmed.bytes <= 2 << 20, "{warmed:?}");
     assert_eq!(warmed.evicted, 0, "{warmed:?}");
