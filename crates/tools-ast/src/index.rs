@@ -341,6 +341,17 @@ impl SyntaxIndex {
         self.clock.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The entry of `path` when it is still what the file holds (`stamp`, taken now),
+    /// without counting as a use of it (the prewarm's look: recency is the searches').
+    pub(crate) fn peek(&self, path: &Path, stamp: Stamp) -> Option<Arc<Entry>> {
+        let inner = self.lock();
+        inner
+            .entries
+            .get(path)
+            .filter(|entry| entry.stamp == stamp)
+            .map(Arc::clone)
+    }
+
     /// The entry of `path` when it is still what the file holds (`stamp`, taken now).
     pub(crate) fn get(&self, path: &Path, stamp: Stamp) -> Option<Arc<Entry>> {
         if self.budget == 0 {
@@ -393,6 +404,15 @@ impl SyntaxIndex {
         }
         let bytes = entry.bytes();
         let mut inner = self.lock();
+        // The prewarm never replaces an entry: one held meanwhile is a search's.
+        if admit == Admit::IfRoom
+            && let Some(held) = inner.entries.get(path)
+        {
+            return match held.stamp == stamp {
+                true => (Arc::clone(held), true),
+                false => (entry, false),
+            };
+        }
         if let Some(old) = inner.entries.remove(path) {
             inner.bytes = inner.bytes.saturating_sub(old.bytes());
         }
@@ -428,11 +448,12 @@ impl SyntaxIndex {
         if entry.parsed(lang).is_some() {
             return Some((Arc::clone(entry), true));
         }
+        let tree = Parsed::new(entry.text(), lang)?;
         self.parses.fetch_add(1, Ordering::Relaxed);
         let parsed = Arc::new(Entry {
             stamp: entry.stamp,
             text: None,
-            parsed: OnceLock::from((lang, Parsed::new(entry.text(), lang)?)),
+            parsed: OnceLock::from((lang, tree)),
             used: AtomicU64::new(self.tick()),
             memo: Mutex::new(None),
         });
@@ -448,8 +469,13 @@ impl SyntaxIndex {
             .get(path)
             .is_some_and(|held| Arc::ptr_eq(held, entry))
         {
+            let freed = entry.bytes();
+            // The prewarm keeps the text it parsed from when the tree does not fit.
+            if admit == Admit::IfRoom && inner.bytes.saturating_sub(freed) + bytes > self.budget {
+                return Some((parsed, false));
+            }
             inner.entries.remove(path);
-            inner.bytes = inner.bytes.saturating_sub(entry.bytes());
+            inner.bytes = inner.bytes.saturating_sub(freed);
             held = self.make_room(&mut inner, bytes, admit);
             if held {
                 inner.entries.insert(path.to_owned(), Arc::clone(&parsed));

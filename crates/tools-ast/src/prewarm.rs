@@ -93,9 +93,9 @@ fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
             ..PrewarmReport::default()
         };
     };
-    // The walk ends once the files' text alone is more than the budget holds (a root over
-    // a whole disk costs no more than that), and when the index is dropped: a run built
-    // only to be described (the server's instructions) drops it at once.
+    // The walk ends once the source files' text alone is more than the budget holds
+    // (nothing past that could be kept), and when the index is dropped: a run built only
+    // to be described (the server's instructions) drops it at once.
     let mut text_bytes = 0u64;
     let mut files: Vec<(PathBuf, SupportLang)> = Vec::new();
     let mut over_budget = false;
@@ -160,7 +160,7 @@ fn warm(index: &SyntaxIndex, path: &Path, lang: SupportLang) -> Warmed {
     let Ok(meta) = std::fs::metadata(path) else {
         return Warmed::Not;
     };
-    let entry = match index.get(path, Stamp::of(&meta)) {
+    let entry = match index.peek(path, Stamp::of(&meta)) {
         Some(entry) if entry.parsed(lang).is_some() => return Warmed::Held,
         Some(entry) => entry,
         None => {
@@ -188,7 +188,7 @@ fn warm(index: &SyntaxIndex, path: &Path, lang: SupportLang) -> Warmed {
             Warmed::Held
         }
         // A search may have held its own tree of it meanwhile; if not, there was no room.
-        Some((_, false)) => match index.get(path, entry.stamp) {
+        Some((_, false)) => match index.peek(path, entry.stamp) {
             Some(held) if held.parsed(lang).is_some() => Warmed::Held,
             _ => Warmed::Full,
         },

@@ -1041,29 +1041,23 @@ fn index_a_file_changed_after_the_prewarm_is_searched_as_it_is_now() {
     assert_eq!(spans[0].path, file);
 }
 
-// Issue 23: a run bound with `prewarm = true` fills its index by itself; a listing (the
-// generated docs) prewarms nothing.
+// Issue 23: a run bound with `prewarm = true` fills its index by itself.
 #[test]
-fn index_a_run_with_prewarm_fills_its_index_and_a_listing_does_not() {
+fn index_a_run_with_prewarm_fills_its_index_by_itself() {
     use tools_core::Family as _;
     let dir = rust_sources();
     let config = tools_ast::AstConfig {
         prewarm: true,
         ..Default::default()
     };
-    let bind = |listing: bool| {
-        let binding = tools_core::Binding {
-            root: dir.path(),
-            surface: tools_core::Surface::Full,
-            listing,
-        };
-        tools_ast::AstFamily::bind(&config, &binding)
-            .unwrap()
-            .unwrap()
-            .1
+    let binding = tools_core::Binding {
+        root: dir.path(),
+        surface: tools_core::Surface::Full,
+        listing: false,
     };
-    let listed = bind(true);
-    let index = bind(false);
+    let (_, index) = tools_ast::AstFamily::bind(&config, &binding)
+        .unwrap()
+        .unwrap();
     let files = files_ending(dir.path(), "rs");
     assert!(files > 20);
     // No search runs: every tree held is the prewarm's.
@@ -1072,7 +1066,6 @@ fn index_a_run_with_prewarm_fills_its_index_and_a_listing_does_not() {
         assert!(std::time::Instant::now() < deadline, "{:?}", index.stats());
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert_eq!(listed.stats(), tools_ast::IndexStats::default());
 }
 
 // Issue 23: dropping the index stops its prewarm, and nothing of it is left held.
@@ -1089,4 +1082,42 @@ fn index_a_prewarm_stops_once_its_index_is_dropped() {
     assert!(report.abandoned && !report.full, "{report:?}");
     assert!(report.held < files_ending(dir.path(), "py"), "{report:?}");
     assert_eq!(weak.strong_count(), 0);
+}
+
+// Issue 23: where a file's tree does not fit, the prewarm leaves the text a search held.
+#[test]
+fn index_a_prewarm_keeps_the_text_a_search_held_when_the_tree_does_not_fit() {
+    let Some((dir, starts)) = pandas_in_one_file() else {
+        return;
+    };
+    // A module whose text fits in 1 MiB and whose tree does not.
+    let (module, _) = starts
+        .iter()
+        .find(|(module, _)| {
+            let len = std::fs::metadata(module).unwrap().len();
+            (200_000..900_000).contains(&len)
+        })
+        .unwrap();
+    let alone = tempfile::tempdir().unwrap();
+    std::fs::copy(module, alone.path().join("module.py")).unwrap();
+    settle(alone.path(), AGO);
+    drop(dir);
+    let index = tools_ast::SyntaxIndex::new(1);
+    let options = tools_ast::SearchOptions::default();
+    // Its text lacks the literal: the search holds the text and parses nothing.
+    let none = tools_ast::find_spans(
+        "not_in_this_module_at_all($X)",
+        "python",
+        alone.path(),
+        options,
+        &index,
+    )
+    .unwrap();
+    assert!(none.is_empty());
+    let searched = index.stats();
+    assert_eq!((searched.files, searched.parsed), (1, 0), "{searched:?}");
+    let report = index.prewarm(alone.path()).wait();
+    assert!(report.full && report.held == 0, "{report:?}");
+    let after = index.stats();
+    assert_eq!((after.files, after.bytes), (1, searched.bytes), "{after:?}");
 }
