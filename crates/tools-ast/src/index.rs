@@ -369,22 +369,30 @@ impl SyntaxIndex {
         Some(Arc::clone(entry))
     }
 
-    /// Holds `text`, read after `stamp` was taken, when `settled` ([`Stamp::settled`]);
-    /// returns the entry to search in.
-    pub(crate) fn insert(
-        &self,
-        path: &Path,
-        stamp: Stamp,
-        settled: bool,
-        text: String,
-    ) -> Arc<Entry> {
-        self.admit_text(path, stamp, settled, text, Admit::Evicting)
-            .0
+    /// Reads `path` and holds its text when it has settled ([`Stamp::settled`]) and, with
+    /// `admit`, there is room: the one way a file gets into the index.
+    pub(crate) fn read(&self, path: &Path, admit: Admit) -> Read {
+        let started = SystemTime::now();
+        let Ok((bytes, meta)) = tools_core::read_regular_with_metadata(path) else {
+            return Read::Unreadable;
+        };
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                let settled = Stamp::settled(&meta, started);
+                let (entry, held) = self.admit_text(path, Stamp::of(&meta), settled, text, admit);
+                Read::Text {
+                    entry,
+                    held,
+                    settled,
+                }
+            }
+            Err(error) => Read::NotText(error.into_bytes()),
+        }
     }
 
-    /// [`SyntaxIndex::insert`], `admit` saying whether room may be made; with whether the
-    /// entry is held.
-    pub(crate) fn admit_text(
+    /// Holds `text`, read after `stamp` was taken, when `settled` and, with `admit`, there
+    /// is room; returns the entry to search in and whether it is held.
+    fn admit_text(
         &self,
         path: &Path,
         stamp: Stamp,
@@ -564,6 +572,21 @@ impl SyntaxIndex {
         }
         fits
     }
+}
+
+/// What reading a file for the index gave.
+pub(crate) enum Read {
+    /// Its text, in an entry, which is held or not (`settled`: it was not modified just
+    /// before it was read).
+    Text {
+        entry: Arc<Entry>,
+        held: bool,
+        settled: bool,
+    },
+    /// Bytes that are not UTF-8.
+    NotText(Vec<u8>),
+    /// Not a regular file that could be read.
+    Unreadable,
 }
 
 /// Whether something new may push older entries out.

@@ -13,12 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use ast_grep_core::language::Language as _;
 use ast_grep_language::SupportLang;
 
-use crate::index::{Admit, Stamp, SyntaxIndex};
+use crate::index::{Admit, Read, Stamp, SyntaxIndex};
 
 /// What a prewarm did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -163,22 +163,15 @@ fn warm(index: &SyntaxIndex, path: &Path, lang: SupportLang) -> Warmed {
     let entry = match index.peek(path, Stamp::of(&meta)) {
         Some(entry) if entry.parsed(lang).is_some() => return Warmed::Held,
         Some(entry) => entry,
-        None => {
-            let started = SystemTime::now();
-            let Ok((bytes, meta)) = tools_core::read_regular_with_metadata(path) else {
-                return Warmed::Not;
-            };
-            let Ok(text) = String::from_utf8(bytes) else {
-                return Warmed::Not;
-            };
-            let settled = Stamp::settled(&meta, started);
-            match index.admit_text(path, Stamp::of(&meta), settled, text, Admit::IfRoom) {
-                (entry, true) => entry,
-                // Modified just now: a search reads it afresh anyway.
-                _ if !settled => return Warmed::Not,
-                _ => return Warmed::Full,
-            }
-        }
+        None => match index.read(path, Admit::IfRoom) {
+            Read::Text {
+                entry, held: true, ..
+            } => entry,
+            // Modified just now: a search reads it afresh anyway.
+            Read::Text { settled: false, .. } => return Warmed::Not,
+            Read::Text { .. } => return Warmed::Full,
+            Read::NotText(_) | Read::Unreadable => return Warmed::Not,
+        },
     };
     match index.admit_tree(path, &entry, lang, Admit::IfRoom) {
         Some((parsed, true)) => {

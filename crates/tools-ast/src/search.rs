@@ -15,7 +15,7 @@ use ast_grep_language::SupportLang;
 use memchr::memmem;
 
 use crate::compile::Compiled;
-use crate::index::{Stamp, SyntaxIndex};
+use crate::index::{Admit, Read, Stamp, SyntaxIndex};
 use crate::parse::{Parsed, Piece};
 
 /// How a search runs.
@@ -194,21 +194,12 @@ fn visit_file(
     };
     let entry = match held {
         Some(entry) => entry,
-        None => {
-            let started = std::time::SystemTime::now();
-            let Ok((bytes, meta)) = tools_core::read_regular_with_metadata(file) else {
-                return Visit::Unreadable;
-            };
-            match String::from_utf8(bytes) {
-                Ok(text) => {
-                    let settled = Stamp::settled(&meta, started);
-                    index.insert(file, Stamp::of(&meta), settled, text)
-                }
-                // Not text: a file that cannot match anyway is only skipped.
-                Err(error) if !has_literals(finders, error.as_bytes()) => return Visit::Skipped,
-                Err(_) => return Visit::Unreadable,
-            }
-        }
+        None => match index.read(file, Admit::Evicting) {
+            Read::Text { entry, .. } => entry,
+            // Not text: a file that cannot match anyway is only skipped.
+            Read::NotText(bytes) if !has_literals(finders, &bytes) => return Visit::Skipped,
+            Read::NotText(_) | Read::Unreadable => return Visit::Unreadable,
+        },
     };
     // The literal check comes before parsing: most files of a tree lack some literal of a
     // selective pattern, and parsing is most of the cost.
@@ -304,8 +295,6 @@ fn candidates<'r>(
     let root = &piece.root;
     let kinds = compiled.pattern.potential_kinds();
     let wanted = |kind: u16| kinds.as_ref().is_none_or(|k| k.contains(usize::from(kind)));
-    let top = root.root().get_inner_node();
-    let mut cursor = top.walk();
     let mut found = Vec::new();
     let Some(index) = piece.kinds.get() else {
         piece.walk_indexing(wanted, |node| {
@@ -315,6 +304,7 @@ fn candidates<'r>(
         });
         return found;
     };
+    let mut cursor = root.root().get_inner_node().walk();
     if kinds.is_none() {
         return root.root().find_all(&compiled.pattern).collect();
     }
