@@ -114,6 +114,20 @@ impl Memo {
 }
 
 impl Entry {
+    /// Its text parsed as `lang`, in an entry of its own with the same stamp, not yet held
+    /// ([`SyntaxIndex::hold_tree`]); it needs no index, so the prewarm parses without
+    /// keeping one alive. None when the parser gives up.
+    pub(crate) fn parse_as(&self, lang: SupportLang) -> Option<Arc<Entry>> {
+        let tree = Parsed::new(self.text(), lang)?;
+        Some(Arc::new(Entry {
+            stamp: self.stamp,
+            text: None,
+            parsed: OnceLock::from((lang, tree)),
+            used: AtomicU64::new(0),
+            memo: Mutex::new(None),
+        }))
+    }
+
     /// The file's text.
     pub(crate) fn text(&self) -> &str {
         match (&self.text, self.parsed.get()) {
@@ -379,12 +393,8 @@ impl SyntaxIndex {
         match String::from_utf8(bytes) {
             Ok(text) => {
                 let settled = Stamp::settled(&meta, started);
-                let (entry, held) = self.admit_text(path, Stamp::of(&meta), settled, text, admit);
-                Read::Text {
-                    entry,
-                    held,
-                    settled,
-                }
+                let (entry, kept) = self.admit_text(path, Stamp::of(&meta), settled, text, admit);
+                Read::Text { entry, kept }
             }
             Err(error) => Read::NotText(error.into_bytes()),
         }
@@ -399,7 +409,7 @@ impl SyntaxIndex {
         settled: bool,
         text: String,
         admit: Admit,
-    ) -> (Arc<Entry>, bool) {
+    ) -> (Arc<Entry>, Kept) {
         let entry = Arc::new(Entry {
             stamp,
             text: Some(text),
@@ -408,7 +418,7 @@ impl SyntaxIndex {
             memo: Mutex::new(None),
         });
         if self.budget == 0 || !settled {
-            return (entry, false);
+            return (entry, Kept::Other);
         }
         let bytes = entry.bytes();
         let mut inner = self.lock();
@@ -417,19 +427,19 @@ impl SyntaxIndex {
             && let Some(held) = inner.entries.get(path)
         {
             return match held.stamp == stamp {
-                true => (Arc::clone(held), true),
-                false => (entry, false),
+                true => (Arc::clone(held), Kept::Held),
+                false => (entry, Kept::Other),
             };
         }
         if let Some(old) = inner.entries.remove(path) {
             inner.bytes = inner.bytes.saturating_sub(old.bytes());
         }
-        let held = self.make_room(&mut inner, bytes, admit);
-        if held {
-            inner.entries.insert(path.to_owned(), Arc::clone(&entry));
-            inner.bytes += bytes;
+        if !self.make_room(&mut inner, bytes, admit) {
+            return (entry, Kept::NoRoom);
         }
-        (entry, held)
+        inner.entries.insert(path.to_owned(), Arc::clone(&entry));
+        inner.bytes += bytes;
+        (entry, Kept::Held)
     }
 
     /// Parses `entry` as `lang` and puts an entry that holds the tree instead of the bare
@@ -456,41 +466,50 @@ impl SyntaxIndex {
         if entry.parsed(lang).is_some() {
             return Some((Arc::clone(entry), true));
         }
-        let tree = Parsed::new(entry.text(), lang)?;
+        let parsed = entry.parse_as(lang)?;
+        let kept = self.hold_tree(path, entry, &parsed, admit);
+        Some((parsed, kept == Kept::Held))
+    }
+
+    /// Holds `parsed`, the tree [`Entry::parse_as`] made of `entry`, in `entry`'s place
+    /// while `entry` is what the index holds of `path` (a newer one, the file changed,
+    /// stays), `admit` saying whether room may be made.
+    pub(crate) fn hold_tree(
+        &self,
+        path: &Path,
+        entry: &Arc<Entry>,
+        parsed: &Arc<Entry>,
+        admit: Admit,
+    ) -> Kept {
         self.parses.fetch_add(1, Ordering::Relaxed);
-        let parsed = Arc::new(Entry {
-            stamp: entry.stamp,
-            text: None,
-            parsed: OnceLock::from((lang, tree)),
-            used: AtomicU64::new(self.tick()),
-            memo: Mutex::new(None),
-        });
+        parsed.used.store(self.tick(), Ordering::Relaxed);
         if self.budget == 0 {
-            return Some((parsed, false));
+            return Kept::Other;
         }
         let bytes = parsed.bytes();
         let mut inner = self.lock();
-        let mut held = false;
-        // Only over the entry it was parsed from: a newer one (the file changed) stays.
-        if inner
+        if !inner
             .entries
             .get(path)
             .is_some_and(|held| Arc::ptr_eq(held, entry))
         {
-            let freed = entry.bytes();
-            // The prewarm keeps the text it parsed from when the tree does not fit.
-            if admit == Admit::IfRoom && inner.bytes.saturating_sub(freed) + bytes > self.budget {
-                return Some((parsed, false));
-            }
-            inner.entries.remove(path);
-            inner.bytes = inner.bytes.saturating_sub(freed);
-            held = self.make_room(&mut inner, bytes, admit);
-            if held {
-                inner.entries.insert(path.to_owned(), Arc::clone(&parsed));
-                inner.bytes += bytes;
-            }
+            return Kept::Other;
         }
-        Some((parsed, held))
+        let freed = entry.bytes();
+        // The prewarm keeps the text it parsed from when the tree does not fit.
+        if admit == Admit::IfRoom && inner.bytes.saturating_sub(freed) + bytes > self.budget {
+            return Kept::NoRoom;
+        }
+        inner.entries.remove(path);
+        inner.bytes = inner.bytes.saturating_sub(freed);
+        // Only a search gets here without room: it searches the tree it has, and neither
+        // the tree nor the text it replaces is held.
+        if !self.make_room(&mut inner, bytes, admit) {
+            return Kept::NoRoom;
+        }
+        inner.entries.insert(path.to_owned(), Arc::clone(parsed));
+        inner.bytes += bytes;
+        Kept::Held
     }
 
     /// Remembers `found` as `entry`'s matches of the pattern with `key`, in place of the
@@ -576,17 +595,25 @@ impl SyntaxIndex {
 
 /// What reading a file for the index gave.
 pub(crate) enum Read {
-    /// Its text, in an entry, which is held or not (`settled`: it was not modified just
-    /// before it was read).
-    Text {
-        entry: Arc<Entry>,
-        held: bool,
-        settled: bool,
-    },
+    /// Its text, in an entry, and whether the index holds that entry.
+    Text { entry: Arc<Entry>, kept: Kept },
     /// Bytes that are not UTF-8.
     NotText(Vec<u8>),
     /// Not a regular file that could be read.
     Unreadable,
+}
+
+/// Whether the index holds what it was offered, and if not, why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// It holds it.
+    Held,
+    /// There was no room for it, and none could be made.
+    NoRoom,
+    /// Not for want of room: the budget is 0, the file was modified just before it was
+    /// read ([`Stamp::settled`]), or the index holds another entry of the file, a newer one
+    /// or (offered with [`Admit::IfRoom`]) a search's.
+    Other,
 }
 
 /// Whether something new may push older entries out.

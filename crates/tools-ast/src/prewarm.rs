@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use ast_grep_core::language::Language as _;
 use ast_grep_language::SupportLang;
 
-use crate::index::{Admit, Read, Stamp, SyntaxIndex};
+use crate::index::{Admit, Kept, Read, Stamp, SyntaxIndex};
 
 /// What a prewarm did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -125,15 +125,12 @@ fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
         if abandoned.load(Ordering::Relaxed) || filled.load(Ordering::Relaxed) {
             return;
         }
-        let Some(index) = index.upgrade() else {
-            abandoned.store(true, Ordering::Relaxed);
-            return;
-        };
-        match warm(&index, path, *lang) {
+        match warm(index, path, *lang) {
             Warmed::Held => {
                 held.fetch_add(1, Ordering::Relaxed);
             }
             Warmed::Full => filled.store(true, Ordering::Relaxed),
+            Warmed::Gone => abandoned.store(true, Ordering::Relaxed),
             Warmed::Not => {}
         }
     });
@@ -151,41 +148,61 @@ enum Warmed {
     Held,
     /// It did not fit.
     Full,
-    /// Not held, for a reason of its own (not text, just modified, a parser that gave up).
+    /// The index was dropped.
+    Gone,
+    /// Not held, for a reason of its own (not text, just modified, changed or held anew by
+    /// a search meanwhile, a parser that gave up).
     Not,
 }
 
-/// Reads, parses and holds one file as a search would, where there is room.
-fn warm(index: &SyntaxIndex, path: &Path, lang: SupportLang) -> Warmed {
+/// Reads, parses and holds one file as a search would, where there is room. The index is
+/// kept alive only for its map's steps, not through the parse: a run that ends frees it
+/// while a prewarm thread is still parsing, however long an idle thread takes to.
+fn warm(index: &Weak<SyntaxIndex>, path: &Path, lang: SupportLang) -> Warmed {
     let Ok(meta) = std::fs::metadata(path) else {
         return Warmed::Not;
     };
-    let entry = match index.peek(path, Stamp::of(&meta)) {
-        Some(entry) if entry.parsed(lang).is_some() => return Warmed::Held,
-        Some(entry) => entry,
-        None => match index.read(path, Admit::IfRoom) {
-            Read::Text {
-                entry, held: true, ..
-            } => entry,
-            // Modified just now: a search reads it afresh anyway.
-            Read::Text { settled: false, .. } => return Warmed::Not,
-            Read::Text { .. } => return Warmed::Full,
-            Read::NotText(_) | Read::Unreadable => return Warmed::Not,
-        },
-    };
-    match index.admit_tree(path, &entry, lang, Admit::IfRoom) {
-        Some((parsed, true)) => {
-            for piece in parsed.parsed(lang).map_or(&[][..], |p| &p.pieces) {
-                piece.index_kinds();
-            }
-            Warmed::Held
+    let entry = {
+        let Some(index) = index.upgrade() else {
+            return Warmed::Gone;
+        };
+        match index.peek(path, Stamp::of(&meta)) {
+            Some(entry) if entry.parsed(lang).is_some() => return Warmed::Held,
+            Some(entry) => entry,
+            None => match index.read(path, Admit::IfRoom) {
+                Read::Text {
+                    entry,
+                    kept: Kept::Held,
+                } => entry,
+                Read::Text {
+                    kept: Kept::NoRoom, ..
+                } => return Warmed::Full,
+                // Modified just now, or a search's entry: a search reads it afresh anyway.
+                Read::Text {
+                    kept: Kept::Other, ..
+                }
+                | Read::NotText(_)
+                | Read::Unreadable => return Warmed::Not,
+            },
         }
-        // A search may have held its own tree of it meanwhile; if not, there was no room.
-        Some((_, false)) => match index.peek(path, entry.stamp) {
+    };
+    let Some(parsed) = entry.parse_as(lang) else {
+        return Warmed::Not;
+    };
+    for piece in parsed.parsed(lang).map_or(&[][..], |p| &p.pieces) {
+        piece.index_kinds();
+    }
+    let Some(index) = index.upgrade() else {
+        return Warmed::Gone;
+    };
+    match index.hold_tree(path, &entry, &parsed, Admit::IfRoom) {
+        Kept::Held => Warmed::Held,
+        Kept::NoRoom => Warmed::Full,
+        // A search may have held its own tree of it meanwhile.
+        Kept::Other => match index.peek(path, entry.stamp) {
             Some(held) if held.parsed(lang).is_some() => Warmed::Held,
-            _ => Warmed::Full,
+            _ => Warmed::Not,
         },
-        None => Warmed::Not,
     }
 }
 

@@ -1041,6 +1041,43 @@ fn index_a_file_changed_after_the_prewarm_is_searched_as_it_is_now() {
     assert_eq!(spans[0].path, file);
 }
 
+// Issue 23: a file a search held and that changed behind the index's back is passed over
+// by the prewarm (the next search reads it afresh); the prewarm does not take it for a full
+// budget and goes on with the others.
+#[test]
+fn index_a_prewarm_passes_over_a_file_that_changed_after_a_search_held_it() {
+    let dir = rust_sources();
+    let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
+    let file = dir.path().join("tools-ast/src/lib.rs");
+    let options = tools_ast::SearchOptions::default();
+    let pattern = "pub fn register($$$A) { $$$B }";
+    let spans = tools_ast::find_spans(pattern, "rust", &file, options, &index).unwrap();
+    assert_eq!(spans.len(), 1);
+    assert_eq!(index.stats().files, 1);
+    // Changed, and settled (its time a minute back, unlike the one the search saw).
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("\nfn changed_behind_its_back() {}\n");
+    std::fs::write(&file, &text).unwrap();
+    settle(dir.path(), AGO * 2);
+    let report = index.prewarm(dir.path()).wait();
+    let files = files_ending(dir.path(), "rs");
+    assert!(!report.full, "{report:?}");
+    assert_eq!(
+        (report.files, report.held),
+        (files, files - 1),
+        "{report:?}"
+    );
+    let spans = tools_ast::find_spans(
+        "fn changed_behind_its_back() {}",
+        "rust",
+        dir.path(),
+        options,
+        &index,
+    )
+    .unwrap();
+    assert_eq!(spans.len(), 1);
+}
+
 // Issue 23: a run bound with `prewarm = true` fills its index by itself.
 #[test]
 fn index_a_run_with_prewarm_fills_its_index_by_itself() {
