@@ -12,13 +12,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant, SystemTime};
 
 use ast_grep_core::language::Language as _;
 use ast_grep_language::SupportLang;
 
-use crate::index::{Admit, Kept, Read, Stamp, SyntaxIndex};
+use crate::index::{Admit, Kept, Read, SETTLE, Stamp, SyntaxIndex};
 
 /// What a prewarm did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,19 +121,38 @@ fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
     let held = AtomicUsize::new(0);
     let filled = AtomicBool::new(false);
     let abandoned = AtomicBool::new(index.strong_count() == 0);
-    crate::parse::on_every_core(&files, |(path, lang)| {
-        if abandoned.load(Ordering::Relaxed) || filled.load(Ordering::Relaxed) {
-            return;
-        }
-        match warm(index, path, *lang) {
-            Warmed::Held => {
-                held.fetch_add(1, Ordering::Relaxed);
+    let unsettled = Mutex::new(Vec::new());
+    let pass = |files: &[(PathBuf, SupportLang)]| {
+        crate::parse::on_every_core(files, |(path, lang)| {
+            if abandoned.load(Ordering::Relaxed) || filled.load(Ordering::Relaxed) {
+                return;
             }
-            Warmed::Full => filled.store(true, Ordering::Relaxed),
-            Warmed::Gone => abandoned.store(true, Ordering::Relaxed),
-            Warmed::Not => {}
+            match warm(index, path, *lang) {
+                Warmed::Held => {
+                    held.fetch_add(1, Ordering::Relaxed);
+                }
+                Warmed::Full => filled.store(true, Ordering::Relaxed),
+                Warmed::Gone => abandoned.store(true, Ordering::Relaxed),
+                Warmed::Unsettled => unsettled
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((path.clone(), *lang)),
+                Warmed::Not => {}
+            }
+        });
+    };
+    pass(&files);
+    // Files written just before (a checkout made as the run starts) are not held until they
+    // have settled: once more when they have, or an agent started on a fresh clone would
+    // find nothing prewarmed. A file still being written then is left to the searches.
+    let again = std::mem::take(&mut *unsettled.lock().unwrap_or_else(PoisonError::into_inner));
+    if !again.is_empty() {
+        std::thread::sleep(SETTLE);
+        if index.strong_count() == 0 {
+            abandoned.store(true, Ordering::Relaxed);
         }
-    });
+        pass(&again);
+    }
     PrewarmReport {
         files: files.len(),
         held: held.into_inner(),
@@ -150,8 +169,10 @@ enum Warmed {
     Full,
     /// The index was dropped.
     Gone,
-    /// Not held, for a reason of its own (not text, just modified, changed or held anew by
-    /// a search meanwhile, a parser that gave up).
+    /// Modified too recently to be held ([`SETTLE`]).
+    Unsettled,
+    /// Not held, for a reason of its own (not text, changed or held anew by a search
+    /// meanwhile, a parser that gave up).
     Not,
 }
 
@@ -162,6 +183,9 @@ fn warm(index: &Weak<SyntaxIndex>, path: &Path, lang: SupportLang) -> Warmed {
     let Ok(meta) = std::fs::metadata(path) else {
         return Warmed::Not;
     };
+    if !Stamp::settled(&meta, SystemTime::now()) {
+        return Warmed::Unsettled;
+    }
     let entry = {
         let Some(index) = index.upgrade() else {
             return Warmed::Gone;

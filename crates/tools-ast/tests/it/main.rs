@@ -1078,6 +1078,25 @@ fn index_a_prewarm_passes_over_a_file_that_changed_after_a_search_held_it() {
     assert_eq!(spans.len(), 1);
 }
 
+// Issue 23: files written just before the prewarm (a checkout made as the run starts) are
+// held too, once they have settled, not left for the first search to parse.
+#[test]
+fn index_a_prewarm_holds_files_written_just_before_it_once_they_settle() {
+    let dir = rust_sources();
+    settle(dir.path(), std::time::Duration::ZERO);
+    let index = tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB);
+    let report = index.prewarm(dir.path()).wait();
+    let files = files_ending(dir.path(), "rs");
+    assert!(files > 20);
+    assert_eq!((report.files, report.held), (files, files), "{report:?}");
+    assert!(!report.full && !report.abandoned, "{report:?}");
+    let parses = index.stats().parses;
+    let options = tools_ast::SearchOptions::default();
+    let spans = tools_ast::find_spans("$X.unwrap()", "rust", dir.path(), options, &index).unwrap();
+    assert!(!spans.is_empty());
+    assert_eq!(index.stats().parses, parses, "{:?}", index.stats());
+}
+
 // Issue 23: a run bound with `prewarm = true` fills its index by itself.
 #[test]
 fn index_a_run_with_prewarm_fills_its_index_by_itself() {
