@@ -215,15 +215,15 @@ mod tests {
         let (config, _) = Config::load(dir.path(), None).unwrap();
         let ast = |config: &Config| config.families.get::<tools_ast::AstFamily>();
         assert_eq!(ast(&config).cache_mb, tools_ast::DEFAULT_CACHE_MB);
-        assert!(!ast(&config).prewarm);
+        assert!(ast(&config).prewarm);
         std::fs::write(
             dir.path().join(CONFIG_FILE),
-            "[ast]\ncache_mb = 0\nprewarm = true\n",
+            "[ast]\ncache_mb = 0\nprewarm = false\n",
         )
         .unwrap();
         let (config, _) = Config::load(dir.path(), None).unwrap();
         assert_eq!(ast(&config).cache_mb, 0);
-        assert!(ast(&config).prewarm);
+        assert!(!ast(&config).prewarm);
         std::fs::write(dir.path().join(CONFIG_FILE), "[ast]\ncache = 5\n").unwrap();
         let error = Config::load(dir.path(), None).unwrap_err();
         assert!(format!("{error:#}").contains("cache"), "{error:#}");

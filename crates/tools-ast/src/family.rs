@@ -8,7 +8,7 @@ use crate::{AstConfig, SearchOptions, SyntaxIndex};
 
 /// `ast_grep`, `ast_edit` and `resolve`. The grammars are compiled in; what a run binds is
 /// the syntax index its searches share, of at most `[ast] cache_mb` MiB, which with
-/// `[ast] prewarm` starts filling in the background.
+/// `[ast] prewarm` (the default) starts filling in the background.
 pub struct AstFamily;
 
 impl Family for AstFamily {

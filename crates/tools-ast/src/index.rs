@@ -633,7 +633,10 @@ pub struct AstConfig {
     pub cache_mb: usize,
     /// Whether the run parses the workspace's source files into the index in the background
     /// as it starts, at idle CPU priority and never past `cache_mb`, so that even its first
-    /// search of a pattern that needs every file parses none (default false).
+    /// search of a pattern that needs every file parses none (default true: a search's
+    /// parse is most of its time, and the prewarm only takes a core nothing else wants; the
+    /// price is that a run holds the trees from its start, up to `cache_mb`, whether or
+    /// not it searches).
     pub prewarm: bool,
 }
 
@@ -641,7 +644,7 @@ impl Default for AstConfig {
     fn default() -> Self {
         AstConfig {
             cache_mb: DEFAULT_CACHE_MB,
-            prewarm: false,
+            prewarm: true,
         }
     }
 }

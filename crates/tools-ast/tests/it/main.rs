@@ -1097,23 +1097,29 @@ fn index_a_prewarm_holds_files_written_just_before_it_once_they_settle() {
     assert_eq!(index.stats().parses, parses, "{:?}", index.stats());
 }
 
-// Issue 23: a run bound with `prewarm = true` fills its index by itself.
+// Issue 23: a run fills its index by itself, as the default config has it, and with
+// `prewarm = false` holds nothing until a search.
 #[test]
-fn index_a_run_with_prewarm_fills_its_index_by_itself() {
+fn index_a_run_fills_its_index_by_itself_unless_prewarm_is_off() {
     use tools_core::Family as _;
     let dir = rust_sources();
-    let config = tools_ast::AstConfig {
-        prewarm: true,
-        ..Default::default()
-    };
     let binding = tools_core::Binding {
         root: dir.path(),
         surface: tools_core::Surface::Full,
         listing: false,
     };
-    let (_, index) = tools_ast::AstFamily::bind(&config, &binding)
-        .unwrap()
-        .unwrap();
+    let bind = |config: &tools_ast::AstConfig| {
+        tools_ast::AstFamily::bind(config, &binding)
+            .unwrap()
+            .unwrap()
+            .1
+    };
+    let off = bind(&tools_ast::AstConfig {
+        prewarm: false,
+        ..Default::default()
+    });
+    // The default is on.
+    let index = bind(&tools_ast::AstConfig::default());
     let files = files_ending(dir.path(), "rs");
     assert!(files > 20);
     // No search runs: every tree held is the prewarm's. Its threads are idle-priority, so
@@ -1123,6 +1129,9 @@ fn index_a_run_with_prewarm_fills_its_index_by_itself() {
         assert!(std::time::Instant::now() < deadline, "{:?}", index.stats());
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // Meanwhile the run without it has held nothing.
+    assert_eq!(off.stats().files, 0, "{:?}", off.stats());
+    assert_eq!(off.stats().parses, 0, "{:?}", off.stats());
 }
 
 // Issue 23: dropping the index stops its prewarm, and nothing of it is left held.
