@@ -146,7 +146,8 @@ fn prewarm(index: &Weak<SyntaxIndex>, root: &Path) -> PrewarmReport {
     // have settled: once more when they have, or an agent started on a fresh clone would
     // find nothing prewarmed. A file still being written then is left to the searches.
     let again = std::mem::take(&mut *unsettled.lock().unwrap_or_else(PoisonError::into_inner));
-    if !again.is_empty() {
+    let stopped = || abandoned.load(Ordering::Relaxed) || filled.load(Ordering::Relaxed);
+    if !again.is_empty() && !stopped() {
         std::thread::sleep(SETTLE);
         if index.strong_count() == 0 {
             abandoned.store(true, Ordering::Relaxed);
