@@ -450,25 +450,13 @@ impl SyntaxIndex {
         entry: &Arc<Entry>,
         lang: SupportLang,
     ) -> Option<Arc<Entry>> {
-        self.admit_tree(path, entry, lang, Admit::Evicting)
-            .map(|(parsed, _)| parsed)
-    }
-
-    /// [`SyntaxIndex::parse`], `admit` saying whether room may be made; with whether the
-    /// tree is held.
-    pub(crate) fn admit_tree(
-        &self,
-        path: &Path,
-        entry: &Arc<Entry>,
-        lang: SupportLang,
-        admit: Admit,
-    ) -> Option<(Arc<Entry>, bool)> {
         if entry.parsed(lang).is_some() {
-            return Some((Arc::clone(entry), true));
+            return Some(Arc::clone(entry));
         }
         let parsed = entry.parse_as(lang)?;
-        let kept = self.hold_tree(path, entry, &parsed, admit);
-        Some((parsed, kept == Kept::Held))
+        // Held or not, the search has the tree it needs.
+        self.hold_tree(path, entry, &parsed, Admit::Evicting);
+        Some(parsed)
     }
 
     /// Holds `parsed`, the tree [`Entry::parse_as`] made of `entry`, in `entry`'s place
