@@ -15,6 +15,7 @@ use ast_grep_language::SupportLang;
 use memchr::memmem;
 
 use crate::compile::Compiled;
+use crate::found::Found;
 use crate::index::{Admit, Read, Stamp, SyntaxIndex};
 use crate::parse::{Parsed, Piece};
 
@@ -26,24 +27,6 @@ pub struct SearchOptions {
     /// Keep at most this many matches (the first in path order); the rest are counted, not
     /// collected. `None` keeps every one.
     pub keep: Option<usize>,
-}
-
-/// One match in one file.
-#[derive(Debug, Clone)]
-pub(crate) struct Found {
-    /// Shared by every match of the file.
-    pub(crate) path: Arc<Path>,
-    /// Byte range in the file.
-    pub(crate) range: std::ops::Range<usize>,
-    /// 1-based line and column (in characters) of the start, and the end line.
-    pub(crate) line: usize,
-    pub(crate) column: usize,
-    pub(crate) end_line: usize,
-    pub(crate) text: String,
-    /// The text of the line the match starts on.
-    pub(crate) line_text: String,
-    /// `$NAME` captures, and `$$$NAME` captures as the text they span.
-    pub(crate) captures: Vec<(String, String)>,
 }
 
 /// The result of walking: what matched, and how much was looked at.
