@@ -13,6 +13,7 @@ use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{Matcher as _, NodeMatch};
 use ast_grep_language::SupportLang;
 use memchr::memmem;
+use tools_core::ToolError;
 
 use crate::compile::Compiled;
 use crate::found::Found;
@@ -483,19 +484,18 @@ pub struct Span {
 
 /// Structural search as a library call: every match of `pattern` in `language` under `path`,
 /// sorted by path and position, through `index` (one made with [`SyntaxIndex::new`]`(0)`
-/// holds nothing: every file is read and parsed). Errors are the messages `ast_grep` would
-/// show.
+/// holds nothing: every file is read and parsed). Errors are what `ast_grep` would answer.
 pub fn find_spans(
     pattern: &str,
     language: &str,
     path: &Path,
     options: SearchOptions,
     index: &SyntaxIndex,
-) -> Result<Vec<Span>, String> {
+) -> Result<Vec<Span>, ToolError> {
     let lang = language
         .parse::<SupportLang>()
-        .map_err(|_| format!("unknown language `{language}`"))?;
-    let compiled = crate::compile::compile(pattern, lang, None).map_err(|e| e.to_string())?;
+        .map_err(|_| ToolError::failed(format!("unknown language `{language}`")))?;
+    let compiled = crate::compile::compile(pattern, lang, None)?;
     let walked = walk(path, &compiled, None, options, index);
     Ok(walked
         .found()
