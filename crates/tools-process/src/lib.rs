@@ -6,7 +6,7 @@
 //! the binary exits, and a child subreaper ([`become_subreaper`], [`spawn_orphan_reaper`])
 //! reaps the grandchildren that outlive their parents. Around that: a stderr tail kept for
 //! messages, a run-to-end helper with a timeout and an output cap, binary resolution over a
-//! search path, and root-marker discovery.
+//! search path, root-marker discovery, and idle CPU priority for a run's background threads.
 //!
 //! **Architecture invariant:** this crate is a leaf — it depends on no crate of ours — and
 //! nothing else in the workspace spawns a process by itself.
@@ -15,6 +15,7 @@ mod child;
 mod command;
 mod contain;
 mod error;
+mod priority;
 mod procfs;
 mod reaper;
 mod registry;
@@ -29,6 +30,7 @@ pub use crate::{
     command::{Command, DEFAULT_GRACE, Input, Output, Sandbox},
     contain::{Containment, NO_CONTAINMENT_ENV, containment},
     error::{Error, Result},
+    priority::{Priority, idle_priority},
     procfs::{ProcessInfo, list_processes, process_env_var, process_info},
     reaper::{OrphanReaper, become_subreaper, reap_orphans, spawn_orphan_reaper},
     registry::{LiveGroup, ShutdownReport, kill_reported, live_groups, shutdown_all},
