@@ -1,8 +1,9 @@
 //! Whole answers as snapshots (STYLE: "whole transcripts as snapshots"): the calls of one
-//! scenario and, for each, what the model reads, in the text and in the structured content,
-//! as one redacted text for `insta::assert_snapshot!`. Agent CLIs differ in which half they
-//! show the model (Claude Code and Codex the structure, Gemini CLI the text), so a snapshot
-//! holds both: a reviewer reads exactly what either would have read.
+//! scenario and, for each, what the model reads, in the text and in the structured content
+//! (and the kind of each picture beside them), as one redacted text for
+//! `insta::assert_snapshot!`. Agent CLIs differ in which half they show the model (Claude Code
+//! and Codex the structure, Gemini CLI the text), so a snapshot holds both: a reviewer reads
+//! exactly what either would have read.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -58,11 +59,18 @@ impl Transcript {
     /// content.
     pub fn record_mcp(&mut self, tool: &str, arguments: &Value, result: &CallToolResult) -> Value {
         let structured = result.structured_content.clone().unwrap_or(Value::Null);
+        let images: Vec<&str> = result
+            .content
+            .iter()
+            .filter_map(|content| content.as_image())
+            .map(|image| image.mime_type.as_str())
+            .collect();
         self.record(
             tool,
             arguments,
             &Answer {
                 text: &text(result),
+                images: &images,
                 structured: &structured,
                 is_error: is_error(result),
             },
@@ -74,11 +82,17 @@ impl Transcript {
     /// structured content.
     pub fn record_result(&mut self, tool: &str, arguments: &Value, result: &ToolResult) -> Value {
         let structured = result.structured.clone().unwrap_or(Value::Null);
+        let images: Vec<&str> = result
+            .images
+            .iter()
+            .map(|image| image.mime_type.as_str())
+            .collect();
         self.record(
             tool,
             arguments,
             &Answer {
                 text: &result.text,
+                images: &images,
                 structured: &structured,
                 is_error: result.is_error,
             },
@@ -96,6 +110,11 @@ impl Transcript {
         let outcome = if answer.is_error { " → error" } else { "" };
         writeln!(self.text, "### {tool} {arguments}{outcome}").unwrap();
         writeln!(self.text, "{}", answer.text.trim_end()).unwrap();
+        // The pictures themselves are bytes a reviewer cannot read here: their kind and count
+        // show, and the test checks what is in them.
+        for image in answer.images {
+            writeln!(self.text, "--- image {image}").unwrap();
+        }
         if self.structure == Structure::Shown && !answer.structured.is_null() {
             let pretty = serde_json::to_string_pretty(answer.structured).unwrap();
             writeln!(self.text, "--- structured\n{pretty}").unwrap();
@@ -118,6 +137,8 @@ impl Transcript {
 /// One answer, whichever way it came.
 struct Answer<'a> {
     text: &'a str,
+    /// The MIME type of each picture beside the text, in order.
+    images: &'a [&'a str],
     structured: &'a Value,
     is_error: bool,
 }
@@ -138,7 +159,7 @@ mod tests {
             &ToolResult {
                 text: "   1\talpha\n".into(),
                 structured: Some(json!({"path": "/tmp/.tmpRoot1/a.txt", "lines": 1})),
-                images: vec![],
+                images: vec![tools_core::Image::png(vec![0x89])],
                 is_error: false,
                 touched: vec![],
                 previous: vec![],
@@ -160,6 +181,7 @@ mod tests {
         insta::assert_snapshot!(transcript.finish(), @r#"
         ### read {"path":"a.txt"}
            1	alpha
+        --- image image/png
         --- structured
         {
           "path": "[ROOT]/a.txt",

@@ -1,12 +1,16 @@
-//! Background workers (VIBE-1…7) through `agent-tools serve --vibe`, driven by an MCP client.
-//! The worker commands are shell scripts that speak the worker contract — the brief on stdin,
-//! the result on stdout, JSON lines for progress, questions and results — since no agent CLI
-//! exists on these machines; everything around them (process groups, files, limits) is real.
+//! Background workers (VIBE-1, VIBE-2, VIBE-3, VIBE-4, VIBE-5, VIBE-6, VIBE-7) through
+//! `agent-tools serve --vibe`, driven by an MCP client. The worker commands are shell scripts
+//! that speak the worker contract — the brief on stdin, the result on stdout, JSON lines for
+//! progress, questions and results — since no agent CLI exists on these machines; everything
+//! around them (process groups, files, limits) is real. Each scenario is one transcript
+//! snapshot (`snapshots/vibe_*.snap`): every call, and what the model reads back, in text and
+//! structure.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tools_test_support::{Transcript, snapshot_settings};
 
 use crate::support::{Client, Server, is_error, marked_processes, text, until_processes};
 
@@ -20,11 +24,20 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 /// A workspace whose config points the `fast` tier at a script that does what the brief's
-/// first word says, and the `good` tier at one that echoes its environment and stdin.
+/// first word says, and the `good` tier at one that echoes its environment and stdin. The
+/// workspace, the scripts and the state folder are siblings in one temp folder, which a
+/// transcript shows as `[ROOT]`.
 struct Setup {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     root: PathBuf,
     state: PathBuf,
+}
+
+impl Setup {
+    /// A transcript of a scenario in this setup.
+    fn transcript(&self) -> Transcript {
+        Transcript::new(self.dir.path())
+    }
 }
 
 fn setup(max_workers: usize) -> Setup {
@@ -69,11 +82,7 @@ esac
         ),
     )
     .unwrap();
-    Setup {
-        _dir: dir,
-        root,
-        state,
-    }
+    Setup { dir, root, state }
 }
 
 async fn start(setup: &Setup, extra: &[&str]) -> Server {
@@ -83,29 +92,63 @@ async fn start(setup: &Setup, extra: &[&str]) -> Server {
     Server::start(&setup.root, &args, Client::without_elicitation()).await
 }
 
-async fn ok(server: &Server, tool: &str, arguments: Value) -> (String, Value) {
-    let result = server.call(tool, arguments.clone()).await;
-    assert!(!is_error(&result), "{tool} {arguments}: {}", text(&result));
-    (text(&result), result.structured_content.clone().unwrap())
+/// The arguments of a spawn whose label is the brief's first word.
+fn brief(brief: &str, tier: &str) -> Value {
+    json!({"brief": brief, "label": brief.split(' ').next().unwrap(), "tier": tier})
 }
 
-async fn spawn(server: &Server, brief: &str, tier: &str) -> String {
-    let (_, view) = ok(
-        server,
-        "vibe_spawn",
-        json!({"brief": brief, "label": brief.split(' ').next().unwrap(), "tier": tier}),
-    )
-    .await;
-    view["worker_id"].as_str().unwrap().to_owned()
+/// Spawns a worker for a test about processes rather than answers; returns its id.
+async fn spawn(server: &Server, brief_text: &str, tier: &str) -> String {
+    let result = server.call("vibe_spawn", brief(brief_text, tier)).await;
+    assert!(!is_error(&result), "{}", text(&result));
+    result.structured_content.unwrap()["worker_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
-async fn wait(server: &Server, id: &str, seconds: u64) -> (String, Value) {
-    ok(
+/// Spawns a worker, recorded in `t`; returns its id.
+async fn spawned(t: &mut Transcript, server: &Server, brief_text: &str, tier: &str) -> String {
+    let view = t.call(server, "vibe_spawn", brief(brief_text, tier)).await;
+    view["worker_id"].as_str().unwrap_or("none").to_owned()
+}
+
+/// Waits for a worker, recorded in `t`; returns the structured answer.
+async fn wait(t: &mut Transcript, server: &Server, id: &str, seconds: u64) -> Value {
+    t.call(
         server,
         "vibe_wait",
         json!({"worker_id": id, "timeout_seconds": seconds}),
     )
     .await
+}
+
+/// Polls the list, outside the transcript, until worker `id`'s run has said its progress: a
+/// snapshot that shows a script's first line must not race the script.
+async fn until_progress(server: &Server, id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = server.call("vibe_list", json!({})).await;
+        let said = listed.structured_content.is_some_and(|list| {
+            list["workers"].as_array().is_some_and(|workers| {
+                workers
+                    .iter()
+                    .any(|w| w["worker_id"] == id && w["progress"].is_string())
+            })
+        });
+        if said {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{id} said no progress");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Snapshots the transcript `t` as `name`, with this test's own `extra` filters.
+fn assert_transcript(name: &str, t: Transcript, extra: &[(&str, &str)]) {
+    let transcript = t.finish_with(extra);
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!(name, transcript);
 }
 
 #[tokio::test]
@@ -131,175 +174,159 @@ async fn vibe_1_the_tools_exist_only_in_vibe_mode() {
 async fn vibe_2_to_6_workers_finish_fail_ask_print_a_lot_and_are_listed() {
     let setup = setup(4);
     let server = start(&setup, &[]).await;
+    let mut t = setup.transcript();
     // VIBE-2: spawn returns at once while the worker runs.
     let started = Instant::now();
-    let sleeper = spawn(&server, "sleep for a while", "fast").await;
+    let sleeper = spawned(&mut t, &server, "sleep for a while", "fast").await;
     assert!(started.elapsed() < Duration::from_secs(5));
-    let finisher = spawn(&server, "finish the task", "fast").await;
-    let (shown, view) = wait(&server, &finisher, 30).await;
-    assert_eq!(view["status"], "completed", "{shown}");
-    assert_eq!(view["result"], "done: finish the task");
-    assert!(shown.contains("Result:\ndone: finish the task"), "{shown}");
-    // The result is in a file, not only in memory.
-    let record: Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(view["files"].as_str().unwrap()).join("result.json"))
-            .unwrap(),
-    )
-    .unwrap();
+    let finisher = spawned(&mut t, &server, "finish the task", "fast").await;
+    let view = wait(&mut t, &server, &finisher, 30).await;
+    // The result is in a file, not only in memory, and outside the workspace.
+    let files = PathBuf::from(view["files"].as_str().unwrap_or_default());
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(files.join("result.json")).unwrap()).unwrap();
     assert_eq!(record["result"], "done: finish the task");
     assert!(
-        !Path::new(view["files"].as_str().unwrap()).starts_with(&setup.root),
+        !files.starts_with(&setup.root),
         "the state folder must be outside the workspace"
     );
 
-    let failing = spawn(&server, "fail please", "fast").await;
-    let (shown, view) = wait(&server, &failing, 30).await;
-    assert_eq!(view["status"], "failed", "{shown}");
-    assert!(
-        shown.contains("the worker exited with exit status: 3; its stderr ended with:\nit broke"),
-        "{shown}"
-    );
-    assert!(shown.contains("partial work"), "{shown}");
+    let failing = spawned(&mut t, &server, "fail please", "fast").await;
+    wait(&mut t, &server, &failing, 30).await;
 
     // A question, answered by a send (VIBE-3).
-    let asker = spawn(&server, "ask something", "fast").await;
-    let (shown, view) = wait(&server, &asker, 30).await;
-    assert_eq!(view["status"], "needs_input", "{shown}");
-    assert_eq!(view["question"], "Which database?");
-    let (sent, _) = ok(
+    let asker = spawned(&mut t, &server, "ask something", "fast").await;
+    wait(&mut t, &server, &asker, 30).await;
+    t.call(
         &server,
         "vibe_send",
         json!({"worker_id": asker, "message": "answer: Postgres"}),
     )
     .await;
-    assert!(sent.contains("started it again"), "{sent}");
-    let (shown, view) = wait(&server, &asker, 30).await;
-    assert_eq!(view["status"], "completed", "{shown}");
-    assert_eq!(view["result"], "got the answer");
-    assert_eq!(view["runs"], 2);
+    wait(&mut t, &server, &asker, 30).await;
 
     // A chatty worker: its result is capped, and the cut is counted.
-    let chatty = spawn(&server, "chatty worker", "fast").await;
-    let (shown, _) = wait(&server, &chatty, 30).await;
-    assert!(
-        shown.contains("[output cut: "),
-        "{}",
-        &shown[shown.len().saturating_sub(300)..]
-    );
-    assert!(shown.contains("more bytes not shown; the whole transcript is in"));
+    let chatty = spawned(&mut t, &server, "chatty worker", "fast").await;
+    wait(&mut t, &server, &chatty, 30).await;
 
     // VIBE-4: a wait that times out is not an error and leaves the worker running.
-    let (shown, view) = wait(&server, &sleeper, 1).await;
-    assert_eq!(view["status"], "running", "{shown}");
-    assert!(shown.contains("still running after waiting 1s"), "{shown}");
-    assert!(shown.contains("Latest progress: sleeping"), "{shown}");
+    until_progress(&server, &sleeper).await;
+    let arguments = json!({"worker_id": sleeper, "timeout_seconds": 1});
+    let waited = server.call("vibe_wait", arguments.clone()).await;
+    t.record_mcp("vibe_wait", &arguments, &waited);
+    // The second the call asked for, which the snapshot shows as a duration.
+    assert!(
+        text(&waited).contains("still running after waiting 1s"),
+        "{}",
+        text(&waited)
+    );
 
     // VIBE-6: the list shows all of them.
-    let (listed, list) = ok(&server, "vibe_list", json!({})).await;
-    assert_eq!(list["workers"].as_array().unwrap().len(), 5, "{listed}");
-    assert!(
-        listed.starts_with("5 workers: 3 completed, 1 failed, 1 running"),
-        "{listed}"
-    );
-    assert!(listed.contains("\"fail\" (fast): failed"), "{listed}");
+    t.call(&server, "vibe_list", json!({})).await;
 
     // VIBE-5: kill stops the sleeper's whole group; killing again changes nothing.
-    let (killed, view) = ok(&server, "vibe_kill", json!({"worker_id": sleeper})).await;
-    assert_eq!(view["status"], "killed", "{killed}");
+    t.call(&server, "vibe_kill", json!({"worker_id": sleeper}))
+        .await;
     let left = until_processes(&server.mark, |found| {
         !found.iter().any(|p| p.contains("sleep"))
     })
     .await;
     assert!(!left.iter().any(|p| p.contains("sleep")), "{left:?}");
-    let (again, _) = ok(&server, "vibe_kill", json!({"worker_id": sleeper})).await;
-    assert!(again.contains("had already ended (killed)"), "{again}");
+    t.note("no process of the sleeper is left");
+    t.call(&server, "vibe_kill", json!({"worker_id": sleeper}))
+        .await;
+    // The 305 lines of the chatty worker's result kept before the cut, shown by their first
+    // three and their last.
+    let elide = (
+        r"line 3 of a chatty worker, padded to be long enough(\n|\\n)(?:line \d+ of a chatty worker, padded to be long enough(?:\n|\\n))*(line \d+ of a chatty worker, padded to be long enough(?:\n|\\n)\[output cut)",
+        "[LINES ELIDED BY THE TEST]${1}${2}",
+    );
+    assert_transcript(
+        "vibe_2_to_6_workers_finish_fail_ask_print_a_lot_and_are_listed",
+        t,
+        &[elide],
+    );
 }
 
 #[tokio::test]
 async fn vibe_3_a_send_to_a_running_worker_stops_it_and_reruns_with_the_whole_brief() {
     let setup = setup(4);
     let server = start(&setup, &[]).await;
-    let id = spawn(&server, "sleep then echo", "fast").await;
-    let (sent, _) = ok(
+    let mut t = setup.transcript();
+    let id = spawned(&mut t, &server, "sleep then echo", "fast").await;
+    t.call(
         &server,
         "vibe_send",
         json!({"worker_id": id, "message": "echo this instead"}),
     )
     .await;
-    assert!(
-        sent.contains("stopped its running command and started it again"),
-        "{sent}"
-    );
     // The brief now begins with "sleep", so it sleeps again: its brief file shows both parts.
-    let (_, view) = wait(&server, &id, 1).await;
-    let brief =
-        std::fs::read_to_string(Path::new(view["files"].as_str().unwrap()).join("brief.txt"))
-            .unwrap();
+    until_progress(&server, &id).await;
+    let view = wait(&mut t, &server, &id, 1).await;
+    let brief = std::fs::read_to_string(
+        Path::new(view["files"].as_str().unwrap_or_default()).join("brief.txt"),
+    )
+    .unwrap();
     assert_eq!(brief, "sleep then echo\n\necho this instead");
-    ok(&server, "vibe_kill", json!({"worker_id": id})).await;
+    t.call(&server, "vibe_kill", json!({"worker_id": id})).await;
     // An echo worker gets the whole brief on stdin.
-    let echo = spawn(&server, "echo first", "fast").await;
-    wait(&server, &echo, 30).await;
-    ok(
+    let echo = spawned(&mut t, &server, "echo first", "fast").await;
+    wait(&mut t, &server, &echo, 30).await;
+    t.call(
         &server,
         "vibe_send",
         json!({"worker_id": echo, "message": "second"}),
     )
     .await;
-    let (_, view) = wait(&server, &echo, 30).await;
-    assert_eq!(view["result"], "echo first\n\nsecond");
+    wait(&mut t, &server, &echo, 30).await;
+    assert_transcript(
+        "vibe_3_a_send_to_a_running_worker_stops_it_and_reruns_with_the_whole_brief",
+        t,
+        &[],
+    );
 }
 
+/// VIBE-2 beyond `max_workers`, and VIBE-7: a worker of a tier runs that tier's command,
+/// with the contract's environment.
 #[tokio::test]
-async fn vibe_workers_queue_beyond_max_workers_and_get_the_callers_surface() {
+async fn vibe_2_workers_queue_beyond_max_workers_and_get_the_callers_surface() {
     let setup = setup(2);
     let server = start(&setup, &[]).await;
-    let first = spawn(&server, "sleep one", "fast").await;
-    let second = spawn(&server, "sleep two", "fast").await;
-    let third = spawn(&server, "sleep three", "fast").await;
-    let fourth = spawn(&server, "sleep four", "fast").await;
-    let (listed, list) = ok(&server, "vibe_list", json!({})).await;
-    let statuses: Vec<&str> = list["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["status"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        statuses,
-        ["running", "running", "queued", "queued"],
-        "{listed}"
-    );
+    let mut t = setup.transcript();
+    let first = spawned(&mut t, &server, "sleep one", "fast").await;
+    let second = spawned(&mut t, &server, "sleep two", "fast").await;
+    let third = spawned(&mut t, &server, "sleep three", "fast").await;
+    let fourth = spawned(&mut t, &server, "sleep four", "fast").await;
+    until_progress(&server, &first).await;
+    until_progress(&server, &second).await;
+    t.call(&server, "vibe_list", json!({})).await;
     // A slot frees: the oldest queued worker starts.
-    ok(&server, "vibe_kill", json!({"worker_id": first})).await;
-    let (_, view) = wait(&server, &third, 1).await;
-    assert_eq!(view["status"], "running");
-    let (_, view) = wait(&server, &fourth, 1).await;
-    assert_eq!(view["status"], "queued");
-    for id in [&second, &third, &fourth] {
-        ok(&server, "vibe_kill", json!({"worker_id": id})).await;
+    t.call(&server, "vibe_kill", json!({"worker_id": first}))
+        .await;
+    until_progress(&server, &third).await;
+    wait(&mut t, &server, &third, 1).await;
+    wait(&mut t, &server, &fourth, 1).await;
+    // The queued one first, so that no kill starts it.
+    for id in [&fourth, &second, &third] {
+        t.call(&server, "vibe_kill", json!({"worker_id": id})).await;
     }
     // The environment of the contract; a full run's worker may do everything.
-    let good = spawn(&server, "report", "good").await;
-    let (_, view) = wait(&server, &good, 30).await;
-    let result = view["result"].as_str().unwrap().to_owned();
-    assert!(
-        result.starts_with(&format!("id={good} tier=good surface=full pwd=")),
-        "{result}"
-    );
-    assert!(result.ends_with(&setup.root.canonicalize().unwrap().display().to_string()));
+    let good = spawned(&mut t, &server, "report", "good").await;
+    wait(&mut t, &server, &good, 30).await;
     // A plan run's workers are capped at plan.
     let plan = start(&setup, &["--surface", "plan"]).await;
-    let id = spawn(&plan, "report", "good").await;
-    let (_, view) = wait(&plan, &id, 30).await;
-    assert!(
-        view["result"].as_str().unwrap().contains("surface=plan"),
-        "{view}"
+    t.note("a second server, started with --surface plan");
+    let id = spawned(&mut t, &plan, "report", "good").await;
+    wait(&mut t, &plan, &id, 30).await;
+    assert_transcript(
+        "vibe_2_workers_queue_beyond_max_workers_and_get_the_callers_surface",
+        t,
+        &[],
     );
 }
 
 #[tokio::test]
-async fn vibe_a_tier_with_no_command_says_what_to_configure() {
+async fn vibe_7_a_tier_with_no_command_says_what_to_configure() {
     let setup = setup(4);
     std::fs::write(
         setup.root.join("agent-tools.toml"),
@@ -312,21 +339,15 @@ async fn vibe_a_tier_with_no_command_says_what_to_configure() {
         Client::without_elicitation(),
     )
     .await;
-    let result = server
-        .call("vibe_spawn", json!({"brief": "x", "label": "x"}))
+    let mut t = setup.transcript();
+    t.call(&server, "vibe_spawn", json!({"brief": "x", "label": "x"}))
         .await;
-    assert!(is_error(&result));
-    assert!(
-        text(&result).starts_with(
-            "no command is configured for `fast` workers; add one to agent-tools.toml, e.g.\n[vibe]\nfast = "
-        ),
-        "{}",
-        text(&result)
-    );
-    let unknown = server.call("vibe_wait", json!({"worker_id": "w9"})).await;
-    assert_eq!(
-        text(&unknown),
-        "there is no worker w9: none was spawned in this run"
+    t.call(&server, "vibe_wait", json!({"worker_id": "w9"}))
+        .await;
+    assert_transcript(
+        "vibe_7_a_tier_with_no_command_says_what_to_configure",
+        t,
+        &[],
     );
 }
 
@@ -338,49 +359,43 @@ async fn vibe_a_tier_with_no_command_says_what_to_configure() {
 async fn vibe_a_worker_file_that_cannot_be_written_is_reported() {
     let setup = setup(4);
     let server = start(&setup, &[]).await;
-    let (_, view) = ok(
-        &server,
-        "vibe_spawn",
-        json!({"brief": "pause then finish", "label": "pause"}),
-    )
-    .await;
-    let files = PathBuf::from(view["files"].as_str().unwrap());
+    let mut t = setup.transcript();
+    let view = t
+        .call(
+            &server,
+            "vibe_spawn",
+            json!({"brief": "pause then finish", "label": "pause"}),
+        )
+        .await;
+    let files = PathBuf::from(view["files"].as_str().unwrap_or_default());
     // The next worker's brief file is taken by a folder: the spawn is refused, saying where.
     std::fs::create_dir_all(files.with_file_name("w2").join("brief.txt")).unwrap();
-    let refused = server
-        .call("vibe_spawn", json!({"brief": "finish", "label": "second"}))
-        .await;
-    assert!(is_error(&refused), "{}", text(&refused));
-    assert!(
-        text(&refused).contains("cannot write the worker's brief to ")
-            && text(&refused).contains("w2/brief.txt: Is a directory"),
-        "{}",
-        text(&refused)
-    );
+    t.note("a folder stands where w2's brief.txt would go");
+    t.call(
+        &server,
+        "vibe_spawn",
+        json!({"brief": "finish", "label": "second"}),
+    )
+    .await;
     // The running worker's brief file too: the send is refused and changes nothing.
     std::fs::remove_file(files.join("brief.txt")).unwrap();
     std::fs::create_dir(files.join("brief.txt")).unwrap();
-    let unsent = server
-        .call("vibe_send", json!({"worker_id": "w1", "message": "more"}))
-        .await;
-    assert!(is_error(&unsent), "{}", text(&unsent));
-    assert!(
-        text(&unsent).contains("brief.txt: Is a directory (os error 21); the message was not sent"),
-        "{}",
-        text(&unsent)
-    );
+    t.note("a folder replaces w1's brief.txt");
+    t.call(
+        &server,
+        "vibe_send",
+        json!({"worker_id": "w1", "message": "more"}),
+    )
+    .await;
     // Its result file: the worker completes, and its reason says the file is missing.
     std::fs::create_dir(files.join("result.json")).unwrap();
-    let (said, view) = wait(&server, "w1", 30).await;
-    assert_eq!(view["status"], json!("completed"), "{said}");
-    assert_eq!(view["result"], json!("paused and done"), "{said}");
-    let reason = view["reason"].as_str().unwrap_or_default();
-    assert!(
-        reason.starts_with("its result could not be written to ")
-            && reason.ends_with("result.json: Is a directory (os error 21)"),
-        "{view}"
+    t.note("a folder stands where w1's result.json would go");
+    wait(&mut t, &server, "w1", 30).await;
+    assert_transcript(
+        "vibe_a_worker_file_that_cannot_be_written_is_reported",
+        t,
+        &[],
     );
-    assert!(said.contains(reason), "the text says it too: {said}");
 }
 
 #[tokio::test]
@@ -427,7 +442,7 @@ async fn vibe_no_worker_or_its_daemon_outlives_a_killed_server() {
 }
 
 #[tokio::test]
-async fn vibe_3_a_long_wait_is_a_task_and_cancelling_it_leaves_the_worker_running() {
+async fn vibe_4_a_long_wait_is_a_task_and_cancelling_it_leaves_the_worker_running() {
     let setup = setup(4);
     let state = setup.state.display().to_string();
     let server = Server::start(
@@ -438,28 +453,19 @@ async fn vibe_3_a_long_wait_is_a_task_and_cancelling_it_leaves_the_worker_runnin
             .with_tasks(),
     )
     .await;
-    let (spawned, _) = crate::protocol::call_to_end(
-        &server,
-        "vibe_spawn",
-        json!({"brief": "sleep for a while", "label": "sleep", "tier": "fast"}),
-    )
-    .await;
-    let view = spawned.structured_content.unwrap();
-    let id = view["worker_id"].as_str().unwrap().to_owned();
+    let mut t = setup.transcript();
+    let arguments = brief("sleep for a while", "fast");
+    let (spawned, _) = crate::protocol::call_to_end(&server, "vibe_spawn", arguments.clone()).await;
+    let view = t.record_mcp("vibe_spawn", &arguments, &spawned);
+    let id = view["worker_id"].as_str().unwrap_or("none").to_owned();
+    until_progress(&server, &id).await;
     // A five-second wait outlasts the grace: a task, polled to its "still running" end.
-    let (waited, as_task) = crate::protocol::call_to_end(
-        &server,
-        "vibe_wait",
-        json!({"worker_id": id, "timeout_seconds": 5}),
-    )
-    .await;
+    let arguments = json!({"worker_id": id, "timeout_seconds": 5});
+    let (waited, as_task) =
+        crate::protocol::call_to_end(&server, "vibe_wait", arguments.clone()).await;
     assert!(as_task, "a 5 s wait is a task");
-    assert_eq!(
-        waited.structured_content.clone().unwrap()["status"],
-        "running",
-        "{}",
-        text(&waited)
-    );
+    t.note("the wait is a task, polled to its end");
+    t.record_mcp("vibe_wait", &arguments, &waited);
     // Cancelling a waiting task ends the wait, not the worker.
     let task = crate::protocol::task_of(
         &server,
@@ -473,7 +479,15 @@ async fn vibe_3_a_long_wait_is_a_task_and_cancelling_it_leaves_the_worker_runnin
         "{:?}",
         cancelled.payload
     );
+    t.note("a second wait, of a minute, is a task the client cancels");
     let (listed, _) = crate::protocol::call_to_end(&server, "vibe_list", json!({})).await;
-    assert!(text(&listed).contains("running"), "{}", text(&listed));
-    crate::protocol::call_to_end(&server, "vibe_kill", json!({"worker_id": id})).await;
+    t.record_mcp("vibe_list", &json!({}), &listed);
+    let arguments = json!({"worker_id": id});
+    let (killed, _) = crate::protocol::call_to_end(&server, "vibe_kill", arguments.clone()).await;
+    t.record_mcp("vibe_kill", &arguments, &killed);
+    assert_transcript(
+        "vibe_4_a_long_wait_is_a_task_and_cancelling_it_leaves_the_worker_running",
+        t,
+        &[],
+    );
 }
