@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace, Writes};
 
 use crate::apply::{RenamedFile, apply_edit};
+use crate::error::ForModel;
 use crate::lsp::actions_at;
 use crate::render::plural;
 use crate::supervisor::LspSupervisor;
@@ -122,7 +123,7 @@ impl Tool for LspCodeAction {
         let session = &opened.session;
         let server = session.spec.name.clone();
         let here = format!("{}:{}", opened.shown, target.line + 1);
-        let offered = actions_at(&opened, &target).await?;
+        let offered = actions_at(&opened, &target).await.for_model(workspace)?;
         let titles: Vec<&str> = offered.iter().map(title).collect();
         let chosen = choose(&titles, wanted).map_err(|problem| {
             let listed = match titles.is_empty() {

@@ -242,13 +242,13 @@ impl DiagnosticsOnWrite {
                 let shown = workspace.display(path);
                 let Some((spec, root)) = self.supervisor.client().covering(path) else {
                     // A file of a kind a server handles, outside every project of it.
-                    if let Ok(spec) = self.supervisor.client().route(path, &shown)
-                        && let Err(error) = self.supervisor.client().root(&spec, path, &shown)
+                    if let Ok(spec) = self.supervisor.client().route(path)
+                        && self.supervisor.client().root(&spec, path).is_err()
                     {
                         not_checked.push(FileReport::not_checked(
                             shown,
                             spec.name.clone(),
-                            no_root(&spec, &error),
+                            no_root(&spec),
                         ));
                     }
                     continue;
@@ -273,7 +273,11 @@ impl DiagnosticsOnWrite {
                         .await;
                 let session = match acquired {
                     Ok(Ok(session)) => Ok(session),
-                    Ok(Err(error @ (Error::Unusable(_) | Error::RestartBudget { .. }))) => {
+                    Ok(Err(
+                        error @ (Error::NoBinary { .. }
+                        | Error::Reloaded { .. }
+                        | Error::RestartBudget { .. }),
+                    )) => {
                         tracing::debug!(%error, "diagnostics on write skips a server");
                         let reason = cannot_run(&key.0, &error);
                         let mut unusable = self.unusable.lock().unwrap_or_else(|p| p.into_inner());
@@ -338,7 +342,7 @@ fn cannot_run(server: &str, error: &Error) -> String {
             "{server} crashed too often in this run; `lsp` with operation `reload` starts it \
              again"
         ),
-        Error::Unusable(message) if message.contains("not found") => {
+        Error::NoBinary { missing, .. } if missing.not_found() => {
             format!(
                 "{server} is not installed here; `lsp` with operation `status` says where it was looked for"
             )
@@ -348,7 +352,7 @@ fn cannot_run(server: &str, error: &Error) -> String {
 }
 
 /// Why a file of a server's kind outside every project of that server is not checked.
-fn no_root(spec: &ServerSpec, _error: &Error) -> String {
+fn no_root(spec: &ServerSpec) -> String {
     let markers = match spec.markers.split_last() {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),

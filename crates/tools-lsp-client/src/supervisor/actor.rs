@@ -8,11 +8,13 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tools_process::StderrTail;
 
-use super::{Command, Context, Entry, EntryState, Key, Reloaded, SessionReport, StartFailure};
-use crate::Error;
+use super::{
+    Command, Context, Entry, EntryState, Forgotten, Key, SessionState, SessionStatus, StartFailure,
+};
 use crate::discovery::{Binary, resolve_binary};
 use crate::servers::ServerSpec;
-use crate::session::{Activity, Session, StartOptions};
+use crate::session::{Session, StartOptions};
+use crate::{Error, LastError};
 
 pub(super) async fn run_actor(
     context: Arc<Context>,
@@ -42,7 +44,7 @@ pub(super) async fn run_actor(
                     session.kill();
                     entry.crashes += 1;
                     tracing::warn!(server = %key.0, root = %key.1.display(), crashes = entry.crashes, "language server found dead");
-                    entry.last_error = Some("crashed: the process ended".to_owned());
+                    entry.last_error = Some(LastError::Crashed("the process ended".to_owned()));
                     entry.state = EntryState::Down;
                 }
                 match &mut entry.state {
@@ -53,9 +55,10 @@ pub(super) async fn run_actor(
                     EntryState::Down if entry.crashes >= context.config.restart_budget => {
                         let _ = reply.send(Err(Error::RestartBudget {
                             server: spec.name.clone(),
-                            root: context.shown(&root),
+                            root,
                             crashes: entry.crashes,
-                            details: details(entry.last_error.as_deref(), &entry.tail),
+                            last_error: entry.last_error.clone().map(Box::new),
+                            stderr_tail: entry.tail.last(5),
                         }));
                     }
                     EntryState::Down => {
@@ -97,13 +100,13 @@ pub(super) async fn run_actor(
                         entry.state = EntryState::Running(Arc::clone(&session));
                         Ok(session)
                     }
-                    Err(StartFailure::Unusable(reason)) => {
-                        entry.last_error = Some(reason.clone());
-                        Err(Error::Unusable(reason))
+                    Err(StartFailure::Unusable(error)) => {
+                        entry.last_error = Some(LastError::Unusable(error.clone()));
+                        Err(error)
                     }
                     Err(StartFailure::Failed(error)) => {
                         entry.crashes += 1;
-                        entry.last_error = Some(format!("start failed: {error}"));
+                        entry.last_error = Some(LastError::StartFailed(error.clone()));
                         Err(error)
                     }
                 };
@@ -127,7 +130,7 @@ pub(super) async fn run_actor(
                     session.kill();
                     entry.crashes += 1;
                     tracing::warn!(server = %key.0, root = %key.1.display(), %reason, crashes = entry.crashes, "language server crashed");
-                    entry.last_error = Some(format!("crashed: {reason}"));
+                    entry.last_error = Some(LastError::Crashed(reason));
                     entry.state = EntryState::Down;
                 }
             }
@@ -149,16 +152,15 @@ pub(super) async fn run_actor(
                         EntryState::Running(session) => Some(session),
                         EntryState::Starting(waiters) => {
                             for waiter in waiters {
-                                let _ = waiter.send(Err(Error::Unusable(format!(
-                                    "{} was reloaded while it was starting; call again",
-                                    key.0
-                                ))));
+                                let _ = waiter.send(Err(Error::Reloaded {
+                                    server: key.0.clone(),
+                                }));
                             }
                             None
                         }
                         EntryState::Down => None,
                     };
-                    reloaded.push(Reloaded {
+                    reloaded.push(Forgotten {
                         spec: Arc::clone(spec),
                         root: key.1,
                         session,
@@ -167,12 +169,12 @@ pub(super) async fn run_actor(
                 let _ = reply.send(reloaded);
             }
             Command::Snapshot { reply } => {
-                let mut reports: Vec<SessionReport> = entries
+                let mut sessions: Vec<SessionStatus> = entries
                     .iter()
-                    .map(|((server, root), entry)| report(&context, server, root, entry))
+                    .map(|((server, root), entry)| status(server, root, entry))
                     .collect();
-                reports.sort_by(|a, b| (&a.server, &a.root).cmp(&(&b.server, &b.root)));
-                let _ = reply.send(reports);
+                sessions.sort_by(|a, b| (&a.server, &a.root).cmp(&(&b.server, &b.root)));
+                let _ = reply.send(sessions);
             }
             Command::Shutdown { reply } => {
                 stopped_reply = Some(reply);
@@ -204,73 +206,36 @@ pub(super) async fn run_actor(
     }
 }
 
-fn report(context: &Context, server: &str, root: &Path, entry: &Entry) -> SessionReport {
-    let budget = context.config.restart_budget;
-    let (state, pid, mut last_error) = match &entry.state {
-        EntryState::Starting(_) => ("starting".to_owned(), None, entry.last_error.clone()),
-        EntryState::Running(session) => {
-            let state = match session.activity() {
-                Activity::Ready => "ready".to_owned(),
-                Activity::Busy(what) => format!("indexing: {what}"),
-            };
-            let state = match entry.crashes {
-                0 => state,
-                n => format!("{state} (restarted after {n} crash{})", plural_es(n)),
-            };
-            (state, Some(session.pid()), entry.last_error.clone())
-        }
-        EntryState::Down if entry.crashes >= budget => (
-            format!(
-                "crashed {} time{}; stays down until `reload` (restart budget {budget})",
-                entry.crashes,
-                if entry.crashes == 1 { "" } else { "s" }
-            ),
-            None,
-            entry.last_error.clone(),
+fn status(server: &str, root: &Path, entry: &Entry) -> SessionStatus {
+    let (state, pid) = match &entry.state {
+        EntryState::Starting(_) => (SessionState::Starting, None),
+        EntryState::Running(session) => (
+            SessionState::Running(session.activity()),
+            Some(session.pid()),
         ),
-        EntryState::Down if entry.crashes > 0 => (
-            format!(
-                "crashed {} time{}; restarts on the next call (restart budget {budget})",
-                entry.crashes,
-                if entry.crashes == 1 { "" } else { "s" }
-            ),
-            None,
-            entry.last_error.clone(),
-        ),
-        EntryState::Down => ("not running".to_owned(), None, entry.last_error.clone()),
+        EntryState::Down => (SessionState::Down, None),
     };
+    let mut last_error = entry.last_error.clone();
     if last_error.is_none()
         && let EntryState::Running(session) = &entry.state
     {
-        last_error = session.shared.state().messages.back().cloned();
+        last_error = session
+            .shared
+            .state()
+            .messages
+            .back()
+            .cloned()
+            .map(LastError::Reported);
     }
-    SessionReport {
+    SessionStatus {
         server: server.to_owned(),
-        root: context.shown(root),
+        root: root.to_path_buf(),
         state,
         pid,
         crashes: entry.crashes,
         last_error,
         stderr_tail: entry.tail.last(8),
     }
-}
-
-fn plural_es(count: u32) -> &'static str {
-    if count == 1 { "" } else { "es" }
-}
-
-fn details(last_error: Option<&str>, tail: &StderrTail) -> String {
-    let mut details = String::new();
-    if let Some(error) = last_error {
-        details.push_str(&format!("; the last error: {error}"));
-    }
-    let lines = tail.last(5);
-    // A failed start's error already quotes the tail.
-    let quoted = last_error.is_some_and(|error| error.contains("its last stderr lines"));
-    if !lines.is_empty() && !quoted {
-        details.push_str(&format!("; its last stderr lines: {}", lines.join(" | ")));
-    }
-    details
 }
 
 /// Resolves the binary and starts a session, then tells the actor.
@@ -283,13 +248,13 @@ async fn start(
     actor: mpsc::WeakUnboundedSender<Command>,
 ) {
     let key = (spec.name.clone(), root.clone());
-    let root_shown = context.shown(&root);
     let search = context.search_path(Some(&root));
     let result = match resolve_binary(&spec, &search, &root).await {
-        Binary::Missing { reason } => Err(StartFailure::Unusable(format!(
-            "{} cannot start for root {root_shown}: {reason}",
-            spec.name
-        ))),
+        Binary::Missing(missing) => Err(StartFailure::Unusable(Error::NoBinary {
+            server: spec.name.clone(),
+            root: root.clone(),
+            missing: Box::new(missing),
+        })),
         Binary::Found { argv, .. } => {
             let exit_actor = actor.clone();
             let exit_key = key.clone();
@@ -305,13 +270,13 @@ async fn start(
             let options = StartOptions {
                 spec: Arc::clone(&spec),
                 root: root.clone(),
-                root_shown,
                 argv,
                 tail,
                 request_timeout: context.config.request_timeout,
                 start_timeout: context.config.start_timeout,
                 index_timeout: context.config.index_timeout,
                 server_nanos: Arc::clone(&context.server_nanos),
+                on_busy: Arc::clone(&context.on_busy),
             };
             Session::start(options, on_exit)
                 .await

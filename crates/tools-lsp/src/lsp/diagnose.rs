@@ -111,7 +111,7 @@ impl Lsp {
                 let what = format!(
                     "running the project checker of {} in {}",
                     spec.name,
-                    context.shown(root)
+                    workspace.display(root)
                 );
                 match with_progress(&what, crate::checker::run(spec, root, &search, timeout)).await
                 {
@@ -155,7 +155,7 @@ impl Lsp {
             };
             summaries.push(CheckRun {
                 command: run.command.clone(),
-                root: context.shown(root),
+                root: workspace.display(root),
                 scope: run.scope.clone(),
                 errors: count("error"),
                 warnings: count("warning"),

@@ -14,6 +14,7 @@ use tools_core::{ToolError, Workspace};
 use super::answer::{FileSymbols, WorkspaceSymbols};
 use super::view::project_view_note;
 use super::{Lsp, SymbolItem};
+use crate::error::ForModel;
 use crate::render::{Quoter, kind_name};
 use crate::select::{Page, Rank, outline_indices, outline_ranks, page_note};
 use tools_lsp_client::ServerSpec;
@@ -36,7 +37,8 @@ impl Lsp {
                 work_done_progress_params: WorkDoneProgressParams::default(),
                 partial_result_params: PartialResultParams::default(),
             })
-            .await?;
+            .await
+            .for_model(workspace)?;
         let mut symbols = Vec::new();
         match answer {
             Some(DocumentSymbolResponse::Nested(tree)) => {
@@ -167,7 +169,8 @@ impl Lsp {
                     work_done_progress_params: WorkDoneProgressParams::default(),
                     partial_result_params: PartialResultParams::default(),
                 })
-                .await?;
+                .await
+                .for_model(workspace)?;
             for (name, kind, uri, line) in found_symbols(answer) {
                 let in_workspace = quoter.is_own(&uri);
                 let place = quoter.place(&uri, line);

@@ -125,10 +125,11 @@ pub(crate) async fn settle_all(
 /// Syncs one file — the disk's text (didOpen or a full didChange, then didSave) or, for a
 /// baseline, `previous` unsaved — noting first what the server had said so far: only what
 /// comes after counts.
-async fn send<'a>(target: &'a Target, previous: Option<&str>) -> Result<Sent<'a>, String> {
+async fn send<'a>(target: &'a Target, previous: Option<&str>) -> Result<Sent<'a>, Error> {
     let session = &target.session;
-    let uri = Url::from_file_path(&target.path)
-        .map_err(|()| format!("{} is not an absolute path", target.path.display()))?;
+    let uri = Url::from_file_path(&target.path).map_err(|()| Error::NotAbsolute {
+        path: target.path.clone(),
+    })?;
     let publishes_before = session.shared.publish_count(&uri);
     let checks_before = session.shared.checks();
     let synced = match previous {
@@ -219,10 +220,7 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
     let server = &session.spec.name;
     let unsettled = |text: Arc<str>| {
         let reason = match shared.state().ended.is_some() {
-            true => format!(
-                "{server} stopped while checking it{}",
-                session.exit_details()
-            ),
+            true => format!("{server} stopped while checking it{}", session.ended()),
             false => format!(
                 "{server} had not finished checking it after {}s; call `lsp` with operation \
                  `diagnostics` on it in a while",
