@@ -18,12 +18,12 @@ mod lsp_rename;
 mod on_write;
 mod position;
 mod render;
-mod report;
 mod select;
 mod stubs;
 mod supervisor;
 
 // Moved under on_write/; the old path stays until its users are updated.
+use crate::on_write::report;
 use crate::on_write::reported;
 
 pub use crate::{

@@ -29,6 +29,7 @@
 mod baseline;
 mod dependents;
 mod judge;
+pub(crate) mod report;
 pub(crate) mod reported;
 mod settle;
 
