@@ -10,7 +10,6 @@ mod config;
 mod edit;
 mod error;
 mod family;
-mod includes;
 mod leftovers;
 mod lsp;
 mod lsp_code_action;
@@ -23,6 +22,7 @@ mod stubs;
 mod supervisor;
 
 // Moved under on_write/; the old path stays until its users are updated.
+use crate::on_write::includes;
 use crate::on_write::report;
 use crate::on_write::reported;
 

@@ -28,6 +28,7 @@
 
 mod baseline;
 mod dependents;
+pub(crate) mod includes;
 mod judge;
 pub(crate) mod report;
 pub(crate) mod reported;
