@@ -21,11 +21,6 @@ mod select;
 mod stubs;
 mod supervisor;
 
-// Moved under on_write/; the old path stays until its users are updated.
-use crate::on_write::includes;
-use crate::on_write::report;
-use crate::on_write::reported;
-
 pub use crate::{
     config::{LspConfig, OnWriteConfig},
     error::{Error, Result},

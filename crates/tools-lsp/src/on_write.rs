@@ -28,10 +28,10 @@
 
 mod baseline;
 mod dependents;
-pub(crate) mod includes;
+mod includes;
 mod judge;
-pub(crate) mod report;
-pub(crate) mod reported;
+mod report;
+mod reported;
 mod settle;
 
 use std::collections::{HashMap, HashSet};
@@ -47,12 +47,12 @@ use tools_core::{
     Wrapper, WriteReport, Writes,
 };
 
+use self::report::render_report;
+use self::reported::Reported;
 use self::settle::{seconds, settle_all};
 use crate::config::OnWriteConfig;
 use crate::lsp::with_progress;
 use crate::render::merge_passes;
-use crate::report::render_report;
-use crate::reported::Reported;
 use crate::supervisor::LspSupervisor;
 use tools_lsp_client::Error;
 use tools_lsp_client::Published;

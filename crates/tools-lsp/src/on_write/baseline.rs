@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use super::includes::{includers, is_header};
 use super::settle::{Outcome, project_settled, pull_files, settle_all};
-use crate::includes::{includers, is_header};
 use crate::render::merge_passes;
 use tools_lsp_client::Session;
 use tools_lsp_client::{Check, Pull, Reach};

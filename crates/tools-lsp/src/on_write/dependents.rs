@@ -10,8 +10,8 @@ use async_lsp::lsp_types::{Diagnostic, Url};
 use tokio::time::Instant;
 use tools_core::{UncheckedDependents, Workspace};
 
+use super::includes::{Database, includers, is_header};
 use super::settle::{pull_files, seconds};
-use crate::includes::{Database, includers, is_header};
 use crate::render::merge_passes;
 use tools_lsp_client::Reach;
 use tools_lsp_client::Session;
@@ -220,7 +220,7 @@ impl DiagnosticsOnWrite {
 
 /// The translation units of a clangd session's root.
 pub(super) fn database_of(session: &Session) -> Database {
-    crate::includes::database(&session.root)
+    super::includes::database(&session.root)
 }
 
 /// Rebuilds each unit on its server (closed and opened again, so it is built against the

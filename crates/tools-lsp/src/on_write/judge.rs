@@ -8,9 +8,9 @@ use std::sync::Arc;
 use async_lsp::lsp_types::{Diagnostic, DiagnosticSeverity};
 use tools_core::{FileReport, Workspace, WriteReport};
 
+use super::report::{Checked, spread_fallout};
+use super::reported::Hiding;
 use super::settle::Outcome;
-use crate::report::{Checked, spread_fallout};
-use crate::reported::Hiding;
 use tools_lsp_client::Session;
 
 use super::{Dependents, DiagnosticsOnWrite, Header, OtherFile, Target};
@@ -145,7 +145,7 @@ impl DiagnosticsOnWrite {
                     text: &other.text,
                     through: None,
                 }
-                .report(root, crate::report::FALLOUT_LINES),
+                .report(root, super::report::FALLOUT_LINES),
             );
         }
         let hidings: Vec<(Arc<Session>, Hiding)> = targets
