@@ -66,7 +66,7 @@ enum Command {
     Acquire {
         spec: Arc<ServerSpec>,
         root: PathBuf,
-        reply: oneshot::Sender<Result<Arc<Session>>>,
+        reply: Waiter,
     },
     /// A start finished (from the start task).
     Started {
@@ -116,8 +116,11 @@ struct Entry {
     state: EntryState,
 }
 
+/// Who waits for a session.
+type Waiter = oneshot::Sender<Result<Arc<Session>>>;
+
 enum EntryState {
-    Starting(Vec<oneshot::Sender<Result<Arc<Session>>>>),
+    Starting(Vec<Waiter>),
     Running(Arc<Session>),
     Down,
 }
