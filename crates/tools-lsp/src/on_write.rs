@@ -203,7 +203,7 @@ impl DiagnosticsOnWrite {
         }
         // Written headers that units include are judged through those units.
         let (targets, headers) = self.split_headers(targets, deadline);
-        self.earlier_baselines(&targets, &headers, &previous, &snapshots, deadline)
+        self.earlier_baselines(&targets, &previous, &snapshots, deadline)
             .await;
 
         let all: Vec<(&Target, Option<&str>)> = targets.iter().map(|t| (t, None)).collect();

@@ -16,7 +16,7 @@ use tools_lsp_client::{Check, Pull, Reach};
 
 use super::dependents::{database_of, rebuild_units};
 use super::{
-    DEPENDENTS_CAP, DiagnosticsOnWrite, Header, Snapshot, Target, distinct_sessions, published_for,
+    DEPENDENTS_CAP, DiagnosticsOnWrite, Snapshot, Target, distinct_sessions, published_for,
 };
 
 impl DiagnosticsOnWrite {
@@ -119,11 +119,13 @@ impl DiagnosticsOnWrite {
 
     /// After the tool ran, for the written files the registry does not know (the arguments
     /// did not name them): their baselines from the text the tool says they had, sent unsaved,
-    /// and those of their dependents, asked while the server holds that text.
+    /// and those of their dependents, asked while the server holds that text. Not for a
+    /// written header judged through its units: clangd reads it from the disk, which holds
+    /// the new text already, so units not known yet have no earlier state to compare with
+    /// and are reported as such.
     pub(super) async fn earlier_baselines(
         &self,
         targets: &[Target],
-        headers: &[Header],
         previous: &HashMap<PathBuf, String>,
         snapshots: &[Snapshot],
         deadline: Instant,
@@ -178,9 +180,6 @@ impl DiagnosticsOnWrite {
                 }
             }
         }
-        // A header clangd reads from the disk, which holds the new text already: units not
-        // known yet have no earlier state to compare with, and are reported as such.
-        let _ = headers;
     }
 
     /// Records what each file had before the write. A baseline that did not settle is not
