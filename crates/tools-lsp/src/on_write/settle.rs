@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_lsp::lsp_types::{Diagnostic, Url};
 use tokio::time::Instant;
 
-use super::Target;
+use super::targets::Target;
 use crate::render::{code_text, merge_passes, one_line};
 use tools_lsp_client::Checks;
 use tools_lsp_client::Error;
