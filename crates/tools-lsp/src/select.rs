@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use tools_core::ToolError;
+
 /// The largest `max_results` any list takes.
 pub(crate) const MAX_RESULTS: usize = 1000;
 
@@ -24,15 +26,19 @@ impl Page {
         max_results: Option<u32>,
         offset: Option<u32>,
         default: usize,
-    ) -> Result<Page, String> {
+    ) -> Result<Page, ToolError> {
         let max = match max_results {
             None => default,
-            Some(0) => return Err("`max_results` is 0: ask for at least one".into()),
+            Some(0) => {
+                return Err(ToolError::failed(
+                    "`max_results` is 0: ask for at least one",
+                ));
+            }
             Some(n) if n as usize > MAX_RESULTS => {
-                return Err(format!(
+                return Err(ToolError::failed(format!(
                     "`max_results` is {n}; the most one answer lists is {MAX_RESULTS} — page \
                      through longer lists with `offset`"
-                ));
+                )));
             }
             Some(n) => n as usize,
         };
@@ -197,6 +203,7 @@ mod tests {
         assert!(
             Page::new(Some(5000), None, 50)
                 .unwrap_err()
+                .to_string()
                 .contains("1000")
         );
         assert!(Page::new(Some(0), None, 50).is_err());

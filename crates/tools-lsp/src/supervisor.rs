@@ -86,8 +86,7 @@ impl LspSupervisor {
         self.check_target(workspace, file, line, symbol, occurrence)
             .await?;
         let opened = self.open(workspace, file).await?;
-        let target = locate(&opened.synced.text, line, symbol, occurrence, &opened.shown)
-            .map_err(ToolError::failed)?;
+        let target = locate(&opened.synced.text, line, symbol, occurrence, &opened.shown)?;
         let line_text = lines(&opened.synced.text)
             .get(target.line as usize)
             .copied()
@@ -139,9 +138,7 @@ impl LspSupervisor {
             }
             Err(error) => return Err(ToolError::failed(format!("cannot read {shown}: {error}"))),
         };
-        locate(&text, line, &symbol, occurrence, &shown)
-            .map(|_| ())
-            .map_err(ToolError::failed)
+        locate(&text, line, &symbol, occurrence, &shown).map(|_| ())
     }
 
     /// Resolves a `file` argument, starts its server if needed, waits for it to be ready,

@@ -116,7 +116,7 @@ impl Lsp {
                 match with_progress(&what, crate::checker::run(spec, root, &search, timeout)).await
                 {
                     Ok(run) => runs.push((root.clone(), run)),
-                    Err(problem) => skipped.push(problem),
+                    Err(problem) => skipped.push(problem.to_string()),
                 }
             }
         }

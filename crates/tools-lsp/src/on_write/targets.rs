@@ -144,6 +144,8 @@ impl Servers {
 
     /// The running session for (server, root), started within the deadline, or why the
     /// files it covers are not checked. A server that cannot run here is remembered.
+    // The error is a `String` because it is the model-facing result itself: the reason each
+    // of the files reads in its report, and what the run remembers for the server.
     async fn session(
         &self,
         spec: Arc<ServerSpec>,
