@@ -185,9 +185,13 @@ impl Lsp {
         let per_file = (kind == Navigation::References && files > 1 && total > page.max)
             .then(|| per_file_counts(&keys));
         let chosen = page_indices(&keys, page);
-        let spread = !page.paging && total > page.max;
         let places: Vec<Place> = chosen.into_iter().map(|i| places[i].clone()).collect();
-        notes.extend(page_note(places.len(), total, page, spread && files > 1));
+        notes.extend(page_note(
+            places.len(),
+            total,
+            page,
+            page.layout(total, files),
+        ));
         if kind == Navigation::References {
             notes.extend(project_view_note(session));
         }

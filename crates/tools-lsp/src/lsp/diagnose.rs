@@ -207,10 +207,14 @@ impl Lsp {
         let files = keys.iter().collect::<std::collections::BTreeSet<_>>().len();
         let per_file = (total > page.max && files > 1).then(|| per_file_counts(&keys));
         let chosen = page_indices(&keys, page);
-        let spread = !page.paging && total > page.max && files > 1;
         let mut notes = skipped;
         notes.extend(runs.iter().flat_map(|(_, run)| run.notes.iter().cloned()));
-        notes.extend(page_note(chosen.len(), total, page, spread));
+        notes.extend(page_note(
+            chosen.len(),
+            total,
+            page,
+            page.layout(total, files),
+        ));
         Ok(Check {
             runs: summaries,
             filtered,

@@ -16,7 +16,7 @@ use super::view::project_view_note;
 use super::{Lsp, SymbolItem};
 use crate::error::ForModel;
 use crate::render::{Quoter, kind_name};
-use crate::select::{Page, Rank, outline_indices, outline_ranks, page_note};
+use crate::select::{Layout, Page, Rank, outline_indices, outline_ranks, page_note};
 use tools_lsp_client::ServerSpec;
 
 impl Lsp {
@@ -107,7 +107,7 @@ impl Lsp {
                 locals - shown_locals
             ));
         } else {
-            notes.extend(page_note(symbols.len(), total, page, false));
+            notes.extend(page_note(symbols.len(), total, page, Layout::InOrder));
         }
         Ok(FileSymbols {
             server: session.spec.name.clone(),
@@ -198,7 +198,7 @@ impl Lsp {
         let total = symbols.len();
         let start = page.offset.min(total);
         let symbols: Vec<SymbolItem> = symbols.into_iter().skip(start).take(page.max).collect();
-        notes.extend(page_note(symbols.len(), total, page, false));
+        notes.extend(page_note(symbols.len(), total, page, Layout::InOrder));
         for session in &sessions {
             notes.extend(project_view_note(session));
         }
