@@ -107,18 +107,42 @@ pub(crate) fn run() -> anyhow::Result<()> {
         &["deny", "check", "bans", "licenses", "sources"],
         &root,
     )?;
-    // Tests that need a real server or interpreter fail rather than skip when CI is set.
+    // Tests that need a real server or interpreter fail rather than skip when CI is set; each
+    // one that found something missing is written to the skip log, counted at the end.
+    let skips = root.join("target/test-skips.log");
+    let _ = std::fs::remove_file(&skips);
     let mut test = Command::new(&cargo);
     test.args(["test", "--workspace", "--no-fail-fast"])
         .current_dir(&root)
         .env("CI", "true")
-        .env("INSTA_UPDATE", "no");
-    run_command("cargo test --workspace", test)?;
+        .env("INSTA_UPDATE", "no")
+        .env(SKIP_LOG, &skips);
+    let tested = run_command("cargo test --workspace", test);
+    report_skips(&skips);
+    tested?;
     python_bindings(&root)?;
     // Diagnostics on write against the checkers' own answers, on real projects (LSP-6).
     eprintln!("\n$ cargo xtask truth");
     crate::truth::run(&[])?;
     Ok(())
+}
+
+/// The environment variable tools-test-support's `require` appends each skip to (its
+/// `SKIP_LOG`; xtask does not depend on the test support crate).
+const SKIP_LOG: &str = "AGENT_TOOLS_SKIP_LOG";
+
+/// Prints how many tests found what they drive missing, and which: under `CI=true` each of
+/// them failed, and a local run that set the log sees what it did not test.
+fn report_skips(log: &Path) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let skipped: Vec<&str> = text.lines().filter(|line| !line.is_empty()).collect();
+    println!(
+        "== skipped for a missing server, adapter or interpreter: {}",
+        skipped.len()
+    );
+    for line in skipped {
+        println!("   {line}");
+    }
 }
 
 /// `cargo xtask setup`: installs what the tests need (toolchain components, language servers,

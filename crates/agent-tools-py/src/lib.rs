@@ -25,7 +25,7 @@ use tools_core::{
 /// The one runtime every run of this process shares; its worker threads live as long as the
 /// process, so nothing a call starts is tied to a Python thread.
 fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    static RUNTIME: OnceLock<std::io::Result<tokio::runtime::Runtime>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             // A fallback is never silent: without PID namespaces, what a child detaches may
@@ -38,7 +38,6 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
                 .enable_all()
                 .thread_name("agent-tools")
                 .build()
-                .map_err(|error| error.to_string())
         })
         .as_ref()
         .map_err(|error| {

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use rmcp::ServiceExt;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tools_core::{
     ApprovalPolicy, CallOptions, NoHuman, Progress, ProgressSink, QuestionPort, ShutdownSummary,
@@ -185,19 +184,6 @@ fn print_out(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Serves MCP over stdio until the client closes the connection or stdin ends.
-async fn serve(server: McpServer) -> anyhow::Result<()> {
-    let service = server
-        .serve(crate::stdio_transport())
-        .await
-        .context("the MCP client did not complete initialisation")?;
-    service
-        .waiting()
-        .await
-        .context("the MCP service stopped with an error")?;
-    Ok(())
-}
-
 /// Ends a served run: its calls and resources within `bound`, then every process group of
 /// this process still alive (TERM, a short grace, KILL).
 async fn end_run(run: &McpRun, bound: Duration) {
@@ -273,13 +259,13 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             let settings = args.settings()?;
             let bound = settings.shutdown_bound;
             tracing::info!(root = %settings.root.display(), surface = %settings.surface, approval = %settings.approval, "serving over stdio");
-            let server = McpServer::new(settings);
+            let server = McpServer::new(Arc::new(settings));
             let run = server.run();
             let mut signals = Signals::new()?;
             // The connection ends on MCP close or stdin EOF (the service stops), or on a
             // signal; either way the run is ended, bounded, and what is left is killed.
             let outcome = tokio::select! {
-                served = serve(server) => served,
+                served = agent_tools_mcp::serve_stdio(server) => served.map_err(anyhow::Error::from),
                 signal = signals.next() => {
                     tracing::info!(signal, "ending the run");
                     Ok(())

@@ -3,31 +3,27 @@
 //!
 //! [`RunBuilder`] binds resources and registers each family only when its resource is bound
 //! (CORE-1); every family sits behind its own cargo feature, and this crate is the only one
-//! that knows those features.
+//! that knows those features. The MCP server is agent-tools-mcp's; this crate hands it runs
+//! ([`Settings`] is its [`RunFactory`]) and runs the command line.
 
 // The command line is a module of its own, so callers name it `agent_tools::cli::main`.
 pub mod cli;
 mod config;
-mod elicit;
 mod families;
-mod host;
-mod mcp;
 mod runtime;
-mod stdio;
 mod terminal;
 
 pub use crate::{
     config::{AskConfig, CONFIG_FILE, Config, OutputConfig, RunConfig, SandboxConfig},
-    elicit::ElicitationPort,
     families::FamilyConfigs,
-    host::{
-        ApplyPatch, ApplyPatchInput, ApplyPatchOutput, Edit, EditInput, EditOutput, PatchedFile,
-        Read, ReadInput, ReadOutput, Write, WriteInput, WriteOutput,
-    },
-    mcp::{McpRun, McpServer, mcp_result, mcp_tool},
     runtime::{RunBuilder, RunOptions, Settings, catalog},
-    stdio::{LineTransport, stdio_transport},
     terminal::TerminalPort,
+};
+
+// The MCP server, for embedders that serve a run over a transport of their own.
+pub use agent_tools_mcp::{
+    ElicitationPort, LineTransport, McpRun, McpServer, RunFactory, mcp_result, mcp_tool,
+    stdio_transport,
 };
 
 pub use tools_core;
@@ -36,6 +32,7 @@ pub use tools_core;
 // Registration, the config tables, the server's instructions and these crates' re-exports
 // are derived from this list.
 families::families! {
+    "files" => tools_files::FilesFamily,
     "ask" => tools_ask::AskFamily,
     "ast" => tools_ast::AstFamily,
     "lsp" => tools_lsp::LspFamily,

@@ -31,7 +31,8 @@ pub struct RunBuilder {
 type BoundFamily = Box<dyn FnOnce(&mut RegistryBuilder) + Send>;
 
 impl RunBuilder {
-    /// A run over `workspace` with nothing bound yet: only the host's file tools.
+    /// A run over `workspace` with nothing bound yet: no tools until a family is bound (the
+    /// file tools are the `files` family).
     pub fn new(workspace: Workspace) -> Self {
         RunBuilder {
             workspace,
@@ -73,8 +74,8 @@ impl RunBuilder {
         self
     }
 
-    /// The registry of every tool whose resource is bound: the host's file tools, then each
-    /// bound family in the order of the family list.
+    /// The registry of every tool whose resource is bound: each bound family in the order of
+    /// the family list.
     pub fn registry(self) -> Registry {
         let mut run = Run::new(self.workspace)
             .with_questions(self.questions)
@@ -83,8 +84,6 @@ impl RunBuilder {
             run = run.with_conversation(id);
         }
         let mut builder = RegistryBuilder::new(run);
-        builder.family("host", "file tools");
-        crate::host::register(&mut builder);
         let mut families: Vec<_> = self.families.into_iter().collect();
         families.sort_by_key(|(name, _)| crate::FAMILIES.iter().position(|f| f == name));
         for (_, register) in families {
@@ -259,6 +258,16 @@ impl Settings {
     }
 }
 
+impl agent_tools_mcp::RunFactory for Settings {
+    fn dispatcher(
+        &self,
+        port: Option<Arc<dyn QuestionPort>>,
+        conversation: &str,
+    ) -> Result<Dispatcher, agent_tools_mcp::BuildError> {
+        Ok(self.dispatcher_for(port, conversation)?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,14 +282,14 @@ mod tests {
         use tools_ask::AskFamily;
         let dir = tempfile::tempdir().unwrap();
         let bare = RunBuilder::new(Workspace::new(dir.path()).unwrap()).registry();
-        assert_eq!(names(&bare), ["apply_patch", "edit", "read", "write"]);
+        assert_eq!(names(&bare), [] as [&str; 0]);
         let no_port = RunBuilder::new(Workspace::new(dir.path()).unwrap())
             .bind::<AskFamily>(())
             .registry();
-        assert_eq!(names(&no_port), ["apply_patch", "edit", "read", "write"]);
+        assert_eq!(names(&no_port), [] as [&str; 0]);
         assert_eq!(
-            no_port.families().map(|f| f.name).collect::<Vec<_>>(),
-            ["host"],
+            no_port.families().count(),
+            0,
             "a family that registered nothing is not listed"
         );
         let port = Arc::new(NoHuman {
@@ -290,10 +299,7 @@ mod tests {
             .with_ask(port, Duration::from_secs(1))
             .bind::<AskFamily>(())
             .registry();
-        assert_eq!(
-            names(&bound),
-            ["apply_patch", "ask_user", "edit", "read", "write"]
-        );
+        assert_eq!(names(&bound), ["ask_user"]);
     }
 
     #[test]
@@ -303,12 +309,15 @@ mod tests {
             .specs()
             .map(|s| (s.name, s.tier.as_str()))
             .collect();
-        let mut expected = vec![
-            ("apply_patch", "write"),
-            ("edit", "write"),
-            ("read", "read"),
-            ("write", "write"),
-        ];
+        let mut expected = Vec::new();
+        if cfg!(feature = "files") {
+            expected.extend([
+                ("apply_patch", "write"),
+                ("edit", "write"),
+                ("read", "read"),
+                ("write", "write"),
+            ]);
+        }
         if cfg!(feature = "ask") {
             expected.push(("ask_user", "read"));
         }
@@ -346,6 +355,23 @@ mod tests {
         assert_eq!(tiers, expected);
     }
 
+    #[cfg(feature = "files")]
+    #[test]
+    fn core_1_the_file_tools_are_a_family_bound_like_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let bound = RunBuilder::new(Workspace::new(dir.path()).unwrap())
+            .bind::<tools_files::FilesFamily>(())
+            .registry();
+        assert_eq!(names(&bound), ["apply_patch", "edit", "read", "write"]);
+        assert_eq!(
+            bound
+                .families()
+                .map(|f| (f.name, f.about))
+                .collect::<Vec<_>>(),
+            [("files", "file tools")]
+        );
+    }
+
     #[cfg(feature = "lsp")]
     #[test]
     fn core_1_lsp_tools_are_registered_only_with_a_supervisor() {
@@ -359,18 +385,7 @@ mod tests {
         let bound = RunBuilder::new(workspace)
             .bind::<tools_lsp::LspFamily>(supervisor)
             .registry();
-        assert_eq!(
-            names(&bound),
-            [
-                "apply_patch",
-                "edit",
-                "lsp",
-                "lsp_code_action",
-                "lsp_rename",
-                "read",
-                "write"
-            ]
-        );
+        assert_eq!(names(&bound), ["lsp", "lsp_code_action", "lsp_rename"]);
     }
 
     #[cfg(feature = "debug")]
@@ -383,10 +398,7 @@ mod tests {
             .with_conversation("c1")
             .bind::<tools_debug::DebugFamily>(tools_debug::DebugSupervisor::new(Default::default()))
             .registry();
-        assert_eq!(
-            names(&bound),
-            ["apply_patch", "debug", "edit", "read", "write"]
-        );
+        assert_eq!(names(&bound), ["debug"]);
         let spec = bound.spec("debug").unwrap();
         assert_eq!(spec.lane, Some(tools_core::Lane::DEBUG));
         assert_eq!(bound.run().conversation, "c1");
@@ -404,17 +416,6 @@ mod tests {
                 tools_ast::SyntaxIndex::new(0),
             ))
             .registry();
-        assert_eq!(
-            names(&bound),
-            [
-                "apply_patch",
-                "ast_edit",
-                "ast_grep",
-                "edit",
-                "read",
-                "resolve",
-                "write"
-            ]
-        );
+        assert_eq!(names(&bound), ["ast_edit", "ast_grep", "resolve"]);
     }
 }

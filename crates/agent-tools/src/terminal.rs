@@ -171,7 +171,9 @@ fn prompt(card: &Card) -> String {
     }
 }
 
-/// Reads one line of input as an answer to `card`.
+/// Reads one line of input as an answer to `card`; an unreadable line gives the text that
+/// asks the person again (what they read at the terminal, not an error of ours, so a
+/// `String`).
 pub(crate) fn parse(card: &Card, line: &str) -> Result<Answer, String> {
     if card.kind == CardKind::Permission {
         return match line.to_ascii_lowercase().as_str() {

@@ -88,6 +88,8 @@ impl Tool for AskUser {
     const NAME: &'static str = "ask_user";
     const TITLE: &'static str = "Ask the user";
     const TIER: Tier = Tier::Read;
+    // Its whole purpose is the card: a client that takes none is not offered it (ASK-5).
+    const NEEDS_PERSON: bool = true;
 
     async fn call(
         &self,
@@ -314,6 +316,20 @@ mod tests {
             "card 1 expired after 30ms without an answer; proceed on your own best assumption, say in \
              your reply what you assumed, and do not ask this question again"
         );
+    }
+
+    /// A server leaves `ask_user` out for a client that takes no cards because its spec says
+    /// it needs a person, not because of its name.
+    #[test]
+    fn ask_5_ask_user_says_it_needs_a_person() {
+        let port = Arc::new(Scripted::new(Answer::Skipped));
+        let questions = Arc::new(Questions::new(port, Duration::from_secs(1)));
+        let run =
+            Run::new(Workspace::new(std::env::temp_dir()).unwrap()).with_questions(Some(questions));
+        let mut builder = tools_core::RegistryBuilder::new(run);
+        crate::register(&mut builder);
+        let registry = builder.build();
+        assert!(registry.spec("ask_user").unwrap().needs_person);
     }
 
     #[tokio::test]

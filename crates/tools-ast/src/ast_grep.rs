@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
 
 use crate::compile::{Target, target};
+use crate::found::Found;
 use crate::index::SyntaxIndex;
 use crate::language::id;
-use crate::search::{Found, SearchOptions, walk};
+use crate::search::{SearchOptions, walk};
 
 /// Find code by its syntactic shape, not its text.
 ///

@@ -65,10 +65,32 @@ pub(crate) fn target(
     })
 }
 
-/// Why one rung refused the fragment.
-struct Refusal {
+/// One rung that refused the fragment, and why.
+struct Refused {
     rung: &'static str,
-    why: String,
+    why: Refusal,
+}
+
+/// Why a rung refused the fragment. The first rung's reason is the model's clue to what is
+/// wrong with its pattern, so each reads as a sentence, with `$` where the language's
+/// pre-processing replaced it.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum Refusal {
+    /// The parser gave up (ast-grep's message).
+    #[error("the parser failed: {0}")]
+    Parser(String),
+    /// The parse holds an error inside the fragment: the text before it and from it.
+    #[error("the parse broke at `{before}` ⟨here⟩ `{after}`")]
+    BrokeAt { before: String, after: String },
+    /// The parse holds an error after the fragment, in the skeleton around it.
+    #[error("the fragment is incomplete (the parse broke after it)")]
+    Incomplete,
+    /// No one node spans the fragment.
+    #[error("`{0}` is not one node (it parses as several)")]
+    SeveralNodes(String),
+    /// The fragment is only a `$$$` sequence.
+    #[error("a `$$$` sequence alone is not a pattern: wrap it, e.g. `f($$$ARGS)`")]
+    SequenceAlone,
 }
 
 /// Compiles `source` for `lang`, trying every rung of the ladder (AST-5), or only the rung
@@ -105,7 +127,7 @@ pub(crate) fn compile(
     for rung in rungs {
         match try_rung(&processed, lang, rung) {
             Ok(compiled) => return Ok(compiled),
-            Err(why) => refusals.push(Refusal {
+            Err(why) => refusals.push(Refused {
                 rung: rung.name,
                 why,
             }),
@@ -125,7 +147,7 @@ pub(crate) fn compile(
     )))
 }
 
-fn try_rung(fragment: &str, lang: SupportLang, rung: &Rung) -> Result<Compiled, String> {
+fn try_rung(fragment: &str, lang: SupportLang, rung: &Rung) -> Result<Compiled, Refusal> {
     let body = match rung.indent {
         Some(indent) => fragment.replace('\n', &format!("\n{indent}")),
         None => fragment.to_owned(),
@@ -140,20 +162,17 @@ fn try_rung(fragment: &str, lang: SupportLang, rung: &Rung) -> Result<Compiled, 
     let start = rung.prefix.len();
     let end = start + body.len();
     // The fallible constructor: a parser that gives up is a refusal, not a panic.
-    let root = AstGrep::try_new(&text, lang).map_err(|e| format!("the parser failed: {e}"))?;
+    let root = AstGrep::try_new(&text, lang).map_err(Refusal::Parser)?;
     let top = root.root();
     if let Some(problem) = first_problem(&top, lang) {
         let at = problem.range().start;
-        let shown = if (start..=end).contains(&at) {
-            format!(
-                "the parse broke at `{}` ⟨here⟩ `{}`",
-                &text[start..at],
-                &text[at..end]
-            )
-        } else {
-            "the fragment is incomplete (the parse broke after it)".to_owned()
-        };
-        return Err(restore(shown, lang));
+        return Err(match (start..=end).contains(&at) {
+            true => Refusal::BrokeAt {
+                before: restore(&text[start..at], lang),
+                after: restore(&text[at..end], lang),
+            },
+            false => Refusal::Incomplete,
+        });
     }
     // The fragment itself first (`dispose(x)` is the call, not the statement around it);
     // then with the terminator we added, for statements that end in it (`if (c) f();`).
@@ -162,13 +181,7 @@ fn try_rung(fragment: &str, lang: SupportLang, rung: &Rung) -> Result<Compiled, 
         false => node_spanning(&top, start..end + terminator.len()),
     });
     let Some(node) = spanning else {
-        return Err(restore(
-            format!(
-                "`{}` is not one node (it parses as several)",
-                &text[start..end]
-            ),
-            lang,
-        ));
+        return Err(Refusal::SeveralNodes(restore(&text[start..end], lang)));
     };
     let node = descend_wrappers(node);
     let kind = if lang.extract_meta_var(&node.text()).is_some() {
@@ -184,9 +197,7 @@ fn try_rung(fragment: &str, lang: SupportLang, rung: &Rung) -> Result<Compiled, 
                 | ast_grep_core::meta_var::MetaVariable::Multiple
         }
     ) {
-        return Err(
-            "a `$$$` sequence alone is not a pattern: wrap it, e.g. `f($$$ARGS)`".to_owned(),
-        );
+        return Err(Refusal::SequenceAlone);
     }
     let vars = pattern
         .defined_vars()
@@ -268,10 +279,10 @@ fn collect_literals(node: &PatternNode, out: &mut Vec<String>) {
 }
 
 /// Puts `$` back where the language's pre-processing replaced it, for messages.
-fn restore(text: String, lang: SupportLang) -> String {
+fn restore(text: &str, lang: SupportLang) -> String {
     let expando = lang.expando_char();
     if expando == '$' {
-        text
+        text.to_owned()
     } else {
         text.replace(expando, "$")
     }
@@ -344,6 +355,26 @@ mod tests {
         assert!(
             alone.contains("a `$$$` sequence alone is not a pattern"),
             "{alone}"
+        );
+    }
+
+    #[test]
+    fn ast_5_each_refusal_says_what_broke_with_the_dollars_restored() {
+        let first = |lang: SupportLang, fragment: &str| {
+            let processed = lang.pre_process_pattern(fragment).into_owned();
+            try_rung(&processed, lang, &ladder(lang)[0]).err()
+        };
+        assert_eq!(first(Rust, "$$$ARGS"), Some(Refusal::SequenceAlone));
+        assert_eq!(
+            first(Dart, "a(); b();"),
+            Some(Refusal::SeveralNodes("a(); b();".to_owned()))
+        );
+        assert_eq!(
+            first(Rust, "let $X = ;"),
+            Some(Refusal::BrokeAt {
+                before: "let $X ".to_owned(),
+                after: "= ;".to_owned(),
+            })
         );
     }
 

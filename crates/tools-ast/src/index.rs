@@ -26,8 +26,8 @@ use std::time::{Duration, SystemTime};
 
 use ast_grep_language::SupportLang;
 
+use crate::found::Found;
 use crate::parse::Parsed;
-use crate::search::Found;
 
 /// The default budget, in MiB (`[ast] cache_mb`): Django's 2,821 modules, every one parsed,
 /// take about 590 MB resident (`cargo xtask bench ast`), so a tree of that size is held whole.
@@ -175,59 +175,6 @@ impl Entry {
             pieces + parsed.extra_text()
         });
         text + tree + self.memo_bytes() + std::mem::size_of::<Entry>()
-    }
-}
-
-/// Every node's pre-order position (tree-sitter's descendant index), grouped by kind.
-pub(crate) struct KindIndex {
-    /// Each kind present, with the end of its run in `positions`.
-    kinds: Vec<(u16, u32)>,
-    positions: Vec<u32>,
-}
-
-impl KindIndex {
-    /// From every node's kind in pre-order (a node's position is its index in `order`): a
-    /// counting sort by kind, which keeps each kind's positions in pre-order.
-    pub(crate) fn from_order(order: &[u16]) -> Self {
-        let most = order.iter().copied().max().map_or(0, usize::from);
-        let mut starts = vec![0u32; most + 2];
-        for &kind in order {
-            starts[usize::from(kind) + 1] += 1;
-        }
-        let mut kinds = Vec::new();
-        for kind in 0..=most {
-            let count = starts[kind + 1];
-            starts[kind + 1] += starts[kind];
-            if count > 0 {
-                kinds.push((kind as u16, starts[kind + 1]));
-            }
-        }
-        let mut positions = vec![0u32; order.len()];
-        for (position, &kind) in order.iter().enumerate() {
-            let slot = &mut starts[usize::from(kind)];
-            positions[*slot as usize] = position as u32;
-            *slot += 1;
-        }
-        KindIndex { kinds, positions }
-    }
-
-    /// The positions of every node of a kind in `wanted`, in pre-order; empty when the file
-    /// has none.
-    pub(crate) fn positions(&self, wanted: impl Fn(u16) -> bool) -> Vec<u32> {
-        let mut out = Vec::new();
-        let mut runs = 0;
-        let mut start = 0;
-        for &(kind, end) in &self.kinds {
-            if wanted(kind) {
-                out.extend_from_slice(&self.positions[start as usize..end as usize]);
-                runs += 1;
-            }
-            start = end;
-        }
-        if runs > 1 {
-            out.sort_unstable();
-        }
-        out
     }
 }
 

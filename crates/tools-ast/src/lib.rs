@@ -13,6 +13,7 @@ mod ast_edit;
 mod ast_grep;
 mod compile;
 mod family;
+mod found;
 mod index;
 mod language;
 mod parse;

@@ -1,5 +1,6 @@
 //! Parsing a file for the syntax index: one tree, or for a large Python file, one tree per
-//! piece, parsed on every core at once (issue 23).
+//! piece, parsed on every core at once (issue 23), and each tree's [`KindIndex`], built by the
+//! first walk of it. The index holds what is made here; nothing here knows the index.
 //!
 //! tree-sitter parses one file on one thread, about 10 MB a second, so a 14 MB file costs
 //! more than a second however many cores there are. Python's top-level statements end at a
@@ -21,7 +22,6 @@ use ast_grep_core::{AstGrep, Matcher as _, Node};
 use ast_grep_language::SupportLang;
 
 use crate::compile::Compiled;
-use crate::index::KindIndex;
 
 /// About how much one piece holds.
 const PIECE_BYTES: usize = 1 << 20;
@@ -176,6 +176,59 @@ impl Parsed {
             .pattern
             .potential_kinds()
             .is_none_or(|kinds| kinds.contains(root))
+    }
+}
+
+/// Every node's pre-order position (tree-sitter's descendant index), grouped by kind.
+pub(crate) struct KindIndex {
+    /// Each kind present, with the end of its run in `positions`.
+    kinds: Vec<(u16, u32)>,
+    positions: Vec<u32>,
+}
+
+impl KindIndex {
+    /// From every node's kind in pre-order (a node's position is its index in `order`): a
+    /// counting sort by kind, which keeps each kind's positions in pre-order.
+    pub(crate) fn from_order(order: &[u16]) -> Self {
+        let most = order.iter().copied().max().map_or(0, usize::from);
+        let mut starts = vec![0u32; most + 2];
+        for &kind in order {
+            starts[usize::from(kind) + 1] += 1;
+        }
+        let mut kinds = Vec::new();
+        for kind in 0..=most {
+            let count = starts[kind + 1];
+            starts[kind + 1] += starts[kind];
+            if count > 0 {
+                kinds.push((kind as u16, starts[kind + 1]));
+            }
+        }
+        let mut positions = vec![0u32; order.len()];
+        for (position, &kind) in order.iter().enumerate() {
+            let slot = &mut starts[usize::from(kind)];
+            positions[*slot as usize] = position as u32;
+            *slot += 1;
+        }
+        KindIndex { kinds, positions }
+    }
+
+    /// The positions of every node of a kind in `wanted`, in pre-order; empty when the file
+    /// has none.
+    pub(crate) fn positions(&self, wanted: impl Fn(u16) -> bool) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut runs = 0;
+        let mut start = 0;
+        for &(kind, end) in &self.kinds {
+            if wanted(kind) {
+                out.extend_from_slice(&self.positions[start as usize..end as usize]);
+                runs += 1;
+            }
+            start = end;
+        }
+        if runs > 1 {
+            out.sort_unstable();
+        }
+        out
     }
 }
 

@@ -61,7 +61,8 @@ impl SyntaxIndex {
             .name("ast-prewarm".into())
             .spawn(move || {
                 // Threads started from here inherit the priority, the pieces' ones too.
-                idle_priority();
+                let priority = tools_process::idle_priority();
+                tracing::debug!(?priority, "ast prewarm started");
                 let report = prewarm(&index, &root);
                 if report.abandoned && report.held == 0 {
                     tracing::debug!(?report, "ast prewarm abandoned: the index was dropped");
@@ -228,19 +229,5 @@ fn warm(index: &Weak<SyntaxIndex>, path: &Path, lang: SupportLang) -> Warmed {
             Some(held) if held.parsed(lang).is_some() => Warmed::Held,
             _ => Warmed::Not,
         },
-    }
-}
-
-/// Lowers the calling thread to idle priority (`SCHED_IDLE`), or failing that to the
-/// lowest nice value; where neither is allowed it runs as it is.
-fn idle_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: both calls take plain values and a pointer to a `sched_param` that lives
-    // through the call; on Linux, pid 0 names the calling thread only.
-    #[allow(unsafe_code)]
-    unsafe {
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-        }
     }
 }

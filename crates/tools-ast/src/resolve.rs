@@ -76,7 +76,7 @@ impl Tool for Resolve {
     /// stale edit is rejected here, before any server is asked about its files.
     async fn check(&self, input: &ResolveInput, workspace: &Workspace) -> Result<(), ToolError> {
         let id = input.edit_id.trim();
-        let (number, files) = self.store.peek(id).map_err(ToolError::Failed)?;
+        let (number, files) = self.store.peek(id)?;
         if input.action == ResolveAction::Discard {
             return Ok(());
         }
@@ -95,7 +95,7 @@ impl Tool for Resolve {
     ) -> Result<ToolOutput<ResolveOutput>, ToolError> {
         let workspace = context.workspace();
         let id = input.edit_id.trim().to_owned();
-        let (number, files) = self.store.take(&id).map_err(ToolError::Failed)?;
+        let (number, files) = self.store.take(&id)?;
         let shown: Vec<String> = files.iter().map(|f| workspace.display(&f.path)).collect();
         if input.action == ResolveAction::Discard {
             self.store.finish(number, EditState::Discarded);

@@ -13,8 +13,10 @@ use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{Matcher as _, NodeMatch};
 use ast_grep_language::SupportLang;
 use memchr::memmem;
+use tools_core::ToolError;
 
 use crate::compile::Compiled;
+use crate::found::Found;
 use crate::index::{Admit, Read, Stamp, SyntaxIndex};
 use crate::parse::{Parsed, Piece};
 
@@ -26,24 +28,6 @@ pub struct SearchOptions {
     /// Keep at most this many matches (the first in path order); the rest are counted, not
     /// collected. `None` keeps every one.
     pub keep: Option<usize>,
-}
-
-/// One match in one file.
-#[derive(Debug, Clone)]
-pub(crate) struct Found {
-    /// Shared by every match of the file.
-    pub(crate) path: Arc<Path>,
-    /// Byte range in the file.
-    pub(crate) range: std::ops::Range<usize>,
-    /// 1-based line and column (in characters) of the start, and the end line.
-    pub(crate) line: usize,
-    pub(crate) column: usize,
-    pub(crate) end_line: usize,
-    pub(crate) text: String,
-    /// The text of the line the match starts on.
-    pub(crate) line_text: String,
-    /// `$NAME` captures, and `$$$NAME` captures as the text they span.
-    pub(crate) captures: Vec<(String, String)>,
 }
 
 /// The result of walking: what matched, and how much was looked at.
@@ -500,19 +484,18 @@ pub struct Span {
 
 /// Structural search as a library call: every match of `pattern` in `language` under `path`,
 /// sorted by path and position, through `index` (one made with [`SyntaxIndex::new`]`(0)`
-/// holds nothing: every file is read and parsed). Errors are the messages `ast_grep` would
-/// show.
+/// holds nothing: every file is read and parsed). Errors are what `ast_grep` would answer.
 pub fn find_spans(
     pattern: &str,
     language: &str,
     path: &Path,
     options: SearchOptions,
     index: &SyntaxIndex,
-) -> Result<Vec<Span>, String> {
+) -> Result<Vec<Span>, ToolError> {
     let lang = language
         .parse::<SupportLang>()
-        .map_err(|_| format!("unknown language `{language}`"))?;
-    let compiled = crate::compile::compile(pattern, lang, None).map_err(|e| e.to_string())?;
+        .map_err(|_| ToolError::failed(format!("unknown language `{language}`")))?;
+    let compiled = crate::compile::compile(pattern, lang, None)?;
     let walked = walk(path, &compiled, None, options, index);
     Ok(walked
         .found()

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use tools_core::ContentHash;
+use tools_core::{ContentHash, ToolError};
 
 /// One file of a staged edit.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ impl EditStore {
     }
 
     /// Takes a pending edit out for resolving, or says why it cannot be.
-    pub(crate) fn take(&self, id: &str) -> Result<(u64, Vec<StagedFile>), String> {
+    pub(crate) fn take(&self, id: &str) -> Result<(u64, Vec<StagedFile>), ToolError> {
         let mut edits = self.lock();
         let (number, files) = pending(&edits, id)?;
         edits.insert(number, EditState::Rejected);
@@ -50,7 +50,7 @@ impl EditStore {
     }
 
     /// A pending edit, left pending, or why it cannot be resolved.
-    pub(crate) fn peek(&self, id: &str) -> Result<(u64, Vec<StagedFile>), String> {
+    pub(crate) fn peek(&self, id: &str) -> Result<(u64, Vec<StagedFile>), ToolError> {
         pending(&self.lock(), id)
     }
 
@@ -78,8 +78,11 @@ impl EditStore {
     }
 }
 
-/// The pending edit `id` names, or why there is none.
-fn pending(edits: &BTreeMap<u64, EditState>, id: &str) -> Result<(u64, Vec<StagedFile>), String> {
+/// The pending edit `id` names, or why there is none: `resolve`'s answer to the model.
+fn pending(
+    edits: &BTreeMap<u64, EditState>,
+    id: &str,
+) -> Result<(u64, Vec<StagedFile>), ToolError> {
     let number = id.strip_prefix("edit_").and_then(|n| n.parse::<u64>().ok());
     let known = || {
         let pending: Vec<String> = edits_with(edits, |s| matches!(s, EditState::Pending(_)));
@@ -89,7 +92,10 @@ fn pending(edits: &BTreeMap<u64, EditState>, id: &str) -> Result<(u64, Vec<Stage
         }
     };
     let Some(number) = number.filter(|n| edits.contains_key(n)) else {
-        return Err(format!("unknown edit_id `{id}`: {}", known()));
+        return Err(ToolError::failed(format!(
+            "unknown edit_id `{id}`: {}",
+            known()
+        )));
     };
     match edits.get(&number) {
         Some(EditState::Pending(files)) => Ok((number, files.clone())),
@@ -99,12 +105,15 @@ fn pending(edits: &BTreeMap<u64, EditState>, id: &str) -> Result<(u64, Vec<Stage
                 EditState::Discarded => "discarded",
                 _ => "rejected",
             };
-            Err(format!(
+            Err(ToolError::failed(format!(
                 "`{id}` was already {how}, so nothing was done; {}",
                 known()
-            ))
+            )))
         }
-        None => Err(format!("unknown edit_id `{id}`: {}", known())),
+        None => Err(ToolError::failed(format!(
+            "unknown edit_id `{id}`: {}",
+            known()
+        ))),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The shared ground of agent-tools: the `Tool` trait, tiers and surfaces, the registry that
 //! binds tool families to a run's resources, and the one dispatch path every call takes.
 //!
-//! Nothing here spawns a process or knows a transport: the umbrella crate serves a
+//! Nothing here spawns a process or knows a transport: agent-tools-mcp serves a
 //! [`Dispatcher`] over MCP, and family crates register their tools through a
 //! [`RegistryBuilder`].
 

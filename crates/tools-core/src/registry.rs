@@ -110,6 +110,9 @@ pub struct ToolSpec {
     pub writes_files: bool,
     /// Whether some of its calls may run long, so may become tasks.
     pub may_run_long: bool,
+    /// Whether it exists to show a person a card (`ask_user`), so is only offered where one
+    /// can be shown ([`Tool::NEEDS_PERSON`]).
+    pub needs_person: bool,
     /// What the model reads: the input type's doc comment.
     pub description: String,
     /// The input schema, without the description (which is above).
@@ -134,6 +137,7 @@ impl ToolSpec {
             lane: tool.lane(),
             writes_files: tool.writes_files(),
             may_run_long: tool.can_run_long(),
+            needs_person: tool.needs_person(),
             description,
             input_schema,
             output_schema,

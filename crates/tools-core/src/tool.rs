@@ -44,6 +44,11 @@ pub trait Tool: Send + Sync + 'static {
     /// Whether some calls may run long ([`Tool::may_run_long`] can say yes): a client that
     /// asks ahead of a call whether it may become a task is told so from this.
     const MAY_RUN_LONG: bool = false;
+    /// Whether the tool's whole purpose is to show a person a card (`ask_user`): a server
+    /// does not offer it to a client that takes no cards, and answers a call to it from
+    /// such a client without running it (ASK-5). Other tools that may raise a card (an
+    /// approval) still run: their card fails closed (CORE-5).
+    const NEEDS_PERSON: bool = false;
 
     /// The files a call will write, from its decoded arguments, resolved in `workspace`; known
     /// before the call runs, so wrappers can act first (diagnostics on write takes the
@@ -281,6 +286,8 @@ pub trait AnyTool: Send + Sync + 'static {
     fn graceful_cancel(&self) -> bool;
     /// Whether some calls may run long.
     fn can_run_long(&self) -> bool;
+    /// Whether it exists to show a person a card.
+    fn needs_person(&self) -> bool;
     /// The input schema (its `description` is the tool's description).
     fn input_schema(&self) -> serde_json::Map<String, Value>;
     /// The output schema.
@@ -335,6 +342,10 @@ impl<T: Tool> AnyTool for T {
 
     fn can_run_long(&self) -> bool {
         T::MAY_RUN_LONG
+    }
+
+    fn needs_person(&self) -> bool {
+        T::NEEDS_PERSON
     }
 
     fn input_schema(&self) -> serde_json::Map<String, Value> {

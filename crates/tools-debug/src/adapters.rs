@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tools_core::ToolError;
 use tools_process::{Command, RootRule, RunLimits, SearchPath, run_to_end};
 
 /// A debug adapter we know.
@@ -210,9 +211,21 @@ const PROBE: RunLimits = RunLimits {
     max_output_bytes: 4096,
 };
 
+/// An interpreter that cannot import debugpy (DBG-7), in its own last words: the last line
+/// it wrote to stderr.
+#[derive(Debug, thiserror::Error)]
+#[error("{last_words}")]
+struct CannotImport {
+    last_words: String,
+}
+
 /// Asks a binary its version; for debugpy, asks the interpreter for debugpy's, which also
-/// proves it can import it (`Err` says it cannot).
-async fn probe(adapter: AdapterId, binary: &Path, cwd: &Path) -> Result<Option<String>, String> {
+/// proves it can import it.
+async fn probe(
+    adapter: AdapterId,
+    binary: &Path,
+    cwd: &Path,
+) -> Result<Option<String>, CannotImport> {
     let argv: Vec<&str> = match adapter {
         AdapterId::Debugpy => vec![
             "-c",
@@ -229,12 +242,14 @@ async fn probe(adapter: AdapterId, binary: &Path, cwd: &Path) -> Result<Option<S
             .map(str::trim)
             .find(|line| line.chars().any(|c| c.is_ascii_digit()))
             .map(str::to_owned)),
-        Ok(output) if adapter == AdapterId::Debugpy => Err(output
-            .stderr_text()
-            .lines()
-            .last()
-            .unwrap_or("the import failed")
-            .to_owned()),
+        Ok(output) if adapter == AdapterId::Debugpy => Err(CannotImport {
+            last_words: output
+                .stderr_text()
+                .lines()
+                .last()
+                .unwrap_or("the import failed")
+                .to_owned(),
+        }),
         Ok(_) | Err(_) => Ok(None),
     }
 }
@@ -301,41 +316,40 @@ pub(crate) async fn report(adapter: AdapterId, workspace_root: &Path) -> Adapter
     }
 }
 
-/// Finds `adapter` for a session on `program`, or says why it cannot run (DBG-2); for
-/// debugpy, the interpreter must import it (DBG-7), or the launch would fail as if the code
-/// were broken.
+/// Finds `adapter` for a session on `program`, or says why it cannot run (DBG-2): the
+/// answer the model reads; for debugpy, the interpreter must import it (DBG-7), or the launch
+/// would fail as if the code were broken.
 pub(crate) async fn find(
     adapter: AdapterId,
     workspace_root: &Path,
     program: Option<&Path>,
-) -> Result<Found, String> {
+) -> Result<Found, ToolError> {
     if adapter == AdapterId::Dart {
-        return Err(
-            "the dart adapter is not supported by this build: no Dart session can start here"
-                .to_owned(),
-        );
+        return Err(ToolError::failed(
+            "the dart adapter is not supported by this build: no Dart session can start here",
+        ));
     }
     if marker_for(adapter, workspace_root, program).is_none() {
-        return Err(format!(
+        return Err(ToolError::failed(format!(
             "{adapter} needs a project root marker ({}) in the workspace and none was found: \
              create one, or call `debug` with operation `adapters` to see what is usable",
             adapter.markers().join(", ")
-        ));
+        )));
     }
     let Some((binary, _)) = resolve_binary(adapter, workspace_root) else {
-        return Err(format!(
+        return Err(ToolError::failed(format!(
             "{adapter} is not installed: {}; call `debug` with operation `adapters` for details",
             adapter.install_hint()
-        ));
+        )));
     };
     if adapter == AdapterId::Debugpy
         && let Err(why) = probe(adapter, &binary, workspace_root).await
     {
-        return Err(format!(
+        return Err(ToolError::failed(format!(
             "{} cannot import debugpy ({why}): {}",
             binary.display(),
             adapter.install_hint()
-        ));
+        )));
     }
     Ok(Found { adapter, binary })
 }

@@ -187,7 +187,7 @@ impl Tool for Eval {
         }
         let printed = cell.transcript.render();
         text.push_str(&printed);
-        let outcome = outcome(language, &printed, cell.images.is_empty(), &cell.ending);
+        let outcome = outcome(language, &printed, cell.images.len(), &cell.ending);
         let output = EvalOutput {
             language,
             interpreter: kernel.interpreter.clone(),
@@ -228,8 +228,9 @@ struct Outcome {
 }
 
 /// The end of a cell's result: a note, a traceback, or what stopped it and whether the
-/// kernel's state survived (EVAL-8).
-fn outcome(language: Language, printed: &str, no_images: bool, ending: &Ending) -> Outcome {
+/// kernel's state survived (EVAL-8). `images` is how many the cell showed: a cell that printed
+/// nothing and showed none says so.
+fn outcome(language: Language, printed: &str, images: usize, ending: &Ending) -> Outcome {
     let sep = separator(printed);
     let failure = |text: String| Outcome {
         text,
@@ -248,7 +249,7 @@ fn outcome(language: Language, printed: &str, no_images: bool, ending: &Ending) 
                      images of 1 MB each]"
                 ));
             }
-            if printed.is_empty() && no_images {
+            if printed.is_empty() && images == 0 {
                 text.push_str("(no output)");
             }
             Outcome {
@@ -331,7 +332,7 @@ mod tests {
     }
 
     fn check(printed: &str, ending: Ending, expect: &str) {
-        let outcome = outcome(Language::Python, printed, true, &ending);
+        let outcome = outcome(Language::Python, printed, 0, &ending);
         let lost = outcome.kernel_lost.map(|why| format!("\n<lost: {why}>"));
         let shown = format!(
             "{}{printed}{}{}",

@@ -180,9 +180,13 @@ fn namespace_flags(user_namespace: bool) -> libc::c_int {
     flags
 }
 
-#[allow(unsafe_code)]
-unsafe fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) {
-    // SAFETY: plain system calls on a NUL-terminated path and a live buffer.
+/// Writes `bytes` to the `/proc` file at `path`; a write that fails is left to show when the
+/// program runs. It needs nothing of its caller, so it is safe; it makes only async-signal-safe
+/// system calls and allocates nothing, so `enter` may call it between fork and exec.
+fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) {
+    // SAFETY: plain system calls on a NUL-terminated path and a live buffer; the descriptor
+    // is this function's own, opened and closed here.
+    #[allow(unsafe_code)]
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         if fd >= 0 {
@@ -195,6 +199,13 @@ unsafe fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) {
 /// Closes every descriptor: the keeper and the init hold none of the program's pipes (their
 /// readers see the end when the program ends) nor std's exec-status pipe (std learns that
 /// the exec succeeded when the program's copy closes on exec).
+///
+/// # Safety
+///
+/// Every descriptor of the process is closed, those that a `File`, an `OwnedFd` or std's
+/// spawn machinery own included: the caller must be a process that never again runs code
+/// holding one — a child forked by `enter` that loops until it `_exit`s, as the keeper and
+/// the init do — and, forked from a threaded parent, may make only async-signal-safe calls.
 #[allow(unsafe_code)]
 unsafe fn close_all() {
     // SAFETY: closing descriptors is async-signal-safe.
@@ -211,6 +222,12 @@ unsafe fn close_all() {
 /// re-parented to it, waking on SIGCHLD and once a second, as tini does. Signals from outside
 /// the namespace other than SIGKILL do not reach a namespace's init without a handler, so a
 /// group's SIGTERM or SIGINT leaves it running.
+///
+/// # Safety
+///
+/// Only in the namespace's first child, forked by `enter` right after `unshare`, between
+/// fork and exec: it closes every descriptor ([`close_all`]'s terms), makes only
+/// async-signal-safe calls, and never returns into the code it was forked from.
 #[allow(unsafe_code)]
 unsafe fn run_init() -> ! {
     // SAFETY: async-signal-safe system calls only; every buffer is on this stack.
@@ -240,6 +257,14 @@ unsafe fn run_init() -> ! {
 /// The keeper: takes the signals it gets (all are blocked here) without acting on them —
 /// every signal of ours but SIGKILL goes to the whole group, so the program has its own copy —
 /// and when the program ends, ends the namespace and itself the same way.
+///
+/// # Safety
+///
+/// Only in the keeper, the process `enter` runs in, after it forked `init` and `program`,
+/// between fork and exec: both must be its own children (it waits for and kills them by pid),
+/// `all` the signal mask it holds blocked, and nothing it was forked from may run again —
+/// it closes every descriptor ([`close_all`]'s terms), makes only async-signal-safe calls,
+/// and ends the process.
 #[allow(unsafe_code)]
 unsafe fn keep(init: libc::pid_t, program: libc::pid_t, all: &libc::sigset_t) -> ! {
     // SAFETY: async-signal-safe system calls only; every buffer is on this stack.

@@ -6,9 +6,10 @@
 //! the binary exits, and a child subreaper ([`become_subreaper`], [`spawn_orphan_reaper`])
 //! reaps the grandchildren that outlive their parents. Around that: a stderr tail kept for
 //! messages, a run-to-end helper with a timeout and an output cap, binary resolution over a
-//! search path, and root-marker discovery. Beside them, one piece every crate needs that is
-//! not about processes: reading a file that must be a regular one without blocking on a
-//! named pipe ([`read_regular`]), kept here so that a leaf below tools-core can use it.
+//! search path, root-marker discovery, and idle CPU priority for a run's background threads.
+//! Beside them, one piece every crate needs that is not about processes: reading a file that
+//! must be a regular one without blocking on a named pipe ([`read_regular`]), kept here so
+//! that a leaf below tools-core can use it.
 //!
 //! **Architecture invariant:** this crate is a leaf — it depends on no crate of ours — and
 //! nothing else in the workspace spawns a process by itself.
@@ -18,6 +19,7 @@ mod command;
 mod contain;
 mod error;
 mod files;
+mod priority;
 mod procfs;
 mod reaper;
 mod registry;
@@ -33,6 +35,7 @@ pub use crate::{
     contain::{Containment, NO_CONTAINMENT_ENV, containment},
     error::{Error, Result},
     files::{read_regular, read_regular_with_metadata},
+    priority::{Priority, idle_priority},
     procfs::{ProcessInfo, list_processes, process_env_var, process_info},
     reaper::{OrphanReaper, become_subreaper, reap_orphans, spawn_orphan_reaper},
     registry::{LiveGroup, ShutdownReport, kill_reported, live_groups, shutdown_all},

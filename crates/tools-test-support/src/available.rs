@@ -2,22 +2,54 @@
 //! locally a loud message and an early return, under `CI=true` a failure, so CI never passes
 //! by skipping.
 
+use std::io::Write as _;
+
 use crate::{repo_root, tool_dirs};
+
+/// The environment variable naming a file every skip is appended to, one line each
+/// (`cargo xtask ci` sets it, and counts and prints the lines at its end).
+pub const SKIP_LOG: &str = "AGENT_TOOLS_SKIP_LOG";
 
 /// Whether `name` is there (`installed`). When it is not: under `CI=true` this panics (the
 /// test fails) with what to run; locally it prints that and returns `false`, and the test
-/// returns early.
+/// returns early. Either way the skip goes to [`SKIP_LOG`]'s file when it is set.
+///
+/// The message is written to the process's standard error directly, not through
+/// `eprintln!`: the test harness captures the print macros of a passing test and never shows
+/// them, which is how a local run once passed 74 end-to-end tests that had not run.
 pub fn require(name: &str, installed: bool, install: &str) -> bool {
     if installed {
         return true;
     }
     let message =
         format!("{name} is not installed; `cargo xtask ci` installs it, or run: {install}");
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    log_skip(&test, &message);
     if std::env::var("CI").is_ok_and(|value| value == "true") {
         panic!("{message}");
     }
-    eprintln!("\n!!!!!!!! SKIPPED: {message} !!!!!!!!\n");
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "\n!!!!!!!! SKIPPED {test}: {message} !!!!!!!!\n"
+    );
     false
+}
+
+/// Appends `test: message` to the skip log, when [`SKIP_LOG`] names one: one `write` of one
+/// line on a file opened for appending, so the tests of parallel processes never interleave.
+fn log_skip(test: &str, message: &str) {
+    let Some(path) = std::env::var_os(SKIP_LOG) else {
+        return;
+    };
+    let line = format!("{test}: {message}\n");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(line.as_bytes()));
+    if let Err(error) = written {
+        panic!("cannot append to the skip log {}: {error}", path.display());
+    }
 }
 
 /// The language servers the tests drive.

@@ -12,14 +12,16 @@ mod fake;
 mod fixture;
 pub mod mcp;
 mod snapshot;
+mod transcript;
 
 use std::path::{Path, PathBuf};
 
 pub use crate::{
-    available::{LanguageServer, available, program_available, python_imports, require},
+    available::{LanguageServer, SKIP_LOG, available, program_available, python_imports, require},
     fake::{Hello, HelloInput, HelloOutput, Scripted},
     fixture::{link_test_venv, python_project, write_files, write_fixture},
     snapshot::{redact, redact_with, snapshot_settings},
+    transcript::{Structure, Transcript},
 };
 
 /// The repository root.

@@ -35,6 +35,15 @@ const FILTERS: &[(&str, &str)] = &[
     (r"/tmp/\.tmp[A-Za-z0-9]+", "[TMP]"),
     (r"\bpid:? \d+", "pid [PID]"),
     (r"\b\d+(\.\d+)? ?(ms|s)\b", "[TIME]"),
+    // The same in structured content: `"pid": 4242`, `"duration_ms": 16`,
+    // `"elapsed_seconds": 0.5`.
+    (r#""pid": \d+"#, r#""pid": "[PID]""#),
+    (
+        r#""(\w+_ms|\w+_seconds)": \d+(\.\d+)?"#,
+        r#""$1": "[TIME]""#,
+    ),
+    // A connection's conversation id: `conversation-PID-MILLIS-N`.
+    (r"\bconversation-\d+-\d+-\d+", "conversation-[ID]"),
 ];
 
 /// insta settings with the same filters as [`redact`], for `assert_snapshot!` on text that
@@ -62,6 +71,13 @@ mod tests {
                 root
             ),
             "[ROOT]/src/a.rs:3 (pid [PID]) in [TMP] took [TIME], then [TIME]; 2 files"
+        );
+        assert_eq!(
+            super::redact(
+                r#"{"pid": 4242, "duration_ms": 16, "elapsed_seconds": 0.5, "lines": 3, "files": "runs/conversation-4242-1796666522117-1/w1"}"#,
+                root
+            ),
+            r#"{"pid": "[PID]", "duration_ms": "[TIME]", "elapsed_seconds": "[TIME]", "lines": 3, "files": "runs/conversation-[ID]/w1"}"#
         );
     }
 }

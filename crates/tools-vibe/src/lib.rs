@@ -3,6 +3,7 @@
 //! the approval gate sits on the workers' own tools, where the editing happens.
 
 mod config;
+mod error;
 mod family;
 mod roster;
 mod tools;

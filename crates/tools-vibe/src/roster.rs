@@ -15,6 +15,7 @@ use tokio_util::task::TaskTracker;
 use tools_core::{Shutdown, Surface};
 
 use crate::config::{VibeConfig, WorkerTier};
+use crate::error::{Error, Result};
 use crate::worker::{Status, Stop, Worker};
 use run::Ended;
 
@@ -111,17 +112,10 @@ impl Roster {
         brief: String,
         label: String,
         tier: WorkerTier,
-    ) -> Result<Worker, String> {
+    ) -> Result<Worker> {
         let config = &self.inner.config;
         if config.command(tier).is_empty() {
-            return Err(format!(
-                "no command is configured for `{}` workers; add one to agent-tools.toml, e.g.\n\
-                 [vibe]\n{} = [\"claude\", \"-p\", \"--model\", \"haiku\"]\n\
-                 (any command that reads the brief on stdin and prints its result; see the \
-                 README's worker profiles)",
-                tier.as_str(),
-                tier.as_str()
-            ));
+            return Err(Error::NoCommand { tier });
         }
         let id = {
             let mut spawned = self
@@ -130,11 +124,9 @@ impl Roster {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if *spawned as usize >= config.max_spawns {
-                return Err(format!(
-                    "this run has spawned {} workers, its limit ([vibe] max_spawns); reuse one \
-                     with vibe_send, or raise the limit",
-                    config.max_spawns
-                ));
+                return Err(Error::SpawnLimit {
+                    max_spawns: config.max_spawns,
+                });
             }
             *spawned += 1;
             *spawned
@@ -143,22 +135,16 @@ impl Roster {
         let folder = dir.clone();
         blocking(move || std::fs::create_dir_all(&folder))
             .await
-            .map_err(|error| {
-                format!(
-                    "cannot create the worker's folder {}: {error}; set [vibe] state_dir to a \
-                     writable folder",
-                    dir.display()
-                )
+            .map_err(|source| Error::CreateFolder {
+                dir: dir.clone(),
+                source,
             })?;
         let brief_file = dir.join("brief.txt");
         write_file(&brief_file, brief.clone().into_bytes())
             .await
-            .map_err(|error| {
-                format!(
-                    "cannot write the worker's brief to {}: {error}; set [vibe] state_dir to a \
-                     writable folder",
-                    brief_file.display()
-                )
+            .map_err(|source| Error::WriteBrief {
+                path: brief_file,
+                source,
             })?;
         let worker = Worker {
             id,
@@ -182,13 +168,12 @@ impl Roster {
         };
         self.workers().insert(id, worker);
         self.schedule();
-        self.get(id)
-            .ok_or_else(|| "the worker vanished while it was spawned".to_owned())
+        self.get(id).ok_or(Error::Vanished)
     }
 
     /// Appends `message` to a worker's brief and runs it again, stopping the current run
     /// first (VIBE-3). Returns whether a run was stopped.
-    pub(crate) async fn send(&self, id: u64, message: &str) -> Result<bool, String> {
+    pub(crate) async fn send(&self, id: u64, message: &str) -> Result<bool> {
         // The longer brief is on disk before the worker runs with it; a send that raced this
         // one (the brief changed while the file was written) is folded in and written again.
         let brief = loop {
@@ -200,13 +185,7 @@ impl Roster {
             let brief = format!("{before}\n\n{message}");
             write_file(&path, brief.clone().into_bytes())
                 .await
-                .map_err(|error| {
-                    format!(
-                        "cannot write the longer brief to {}: {error}; the message was not \
-                         sent and the worker goes on as it was",
-                        path.display()
-                    )
-                })?;
+                .map_err(|source| Error::WriteMessage { path, source })?;
             let unchanged = self
                 .workers()
                 .get(&id)
@@ -249,7 +228,7 @@ impl Roster {
 
     /// Stops a worker (SIGINT, SIGTERM, then SIGKILL to its group), keeping its partial
     /// output; a settled worker is left as it is (VIBE-5). Returns its status afterwards.
-    pub(crate) async fn kill(&self, id: u64) -> Result<Worker, String> {
+    pub(crate) async fn kill(&self, id: u64) -> Result<Worker> {
         let stopping = {
             let mut workers = self.workers();
             let worker = workers.get_mut(&id).ok_or_else(|| self.unknown(id))?;
@@ -283,7 +262,7 @@ impl Roster {
         id: u64,
         timeout: Duration,
         on_progress: &(dyn Fn(&str) + Sync),
-    ) -> Result<Worker, String> {
+    ) -> Result<Worker> {
         let deadline = Instant::now() + timeout;
         let mut heard: Option<String> = None;
         loop {
@@ -314,14 +293,10 @@ impl Roster {
         }
     }
 
-    fn unknown(&self, id: u64) -> String {
-        let ids = self.ids();
-        match ids.is_empty() {
-            true => format!("there is no worker w{id}: none was spawned in this run"),
-            false => format!(
-                "there is no worker w{id}: the workers are {}",
-                ids.join(", ")
-            ),
+    fn unknown(&self, id: u64) -> Error {
+        Error::UnknownWorker {
+            id,
+            known: self.ids(),
         }
     }
 

@@ -178,8 +178,7 @@ impl Tool for VibeSpawn {
         let worker = self
             .roster
             .spawn(input.brief, input.label.trim().to_owned(), tier)
-            .await
-            .map_err(ToolError::Failed)?;
+            .await?;
         let view = WorkerView::of(&worker);
         let text = format!(
             "Spawned {} \"{}\" ({}): {}. Call vibe_wait with worker_id \"{}\" for its result.",
@@ -238,11 +237,7 @@ impl Tool for VibeSend {
             ));
         }
         let id = parse_id(&self.roster, &input.worker_id)?;
-        let stopped = self
-            .roster
-            .send(id, &input.message)
-            .await
-            .map_err(ToolError::Failed)?;
+        let stopped = self.roster.send(id, &input.message).await?;
         let worker = self
             .roster
             .get(id)
@@ -314,8 +309,7 @@ impl Tool for VibeWait {
         let worker = self
             .roster
             .wait(id, Duration::from_secs(seconds), &report)
-            .await
-            .map_err(ToolError::Failed)?;
+            .await?;
         let view = WorkerView::of(&worker);
         let mut text = view.full();
         if !view.status.settled() {
@@ -364,7 +358,7 @@ impl Tool for VibeKill {
     ) -> Result<ToolOutput<WorkerView>, ToolError> {
         let id = parse_id(&self.roster, &input.worker_id)?;
         let before = self.roster.get(id).map(|w| w.status);
-        let worker = self.roster.kill(id).await.map_err(ToolError::Failed)?;
+        let worker = self.roster.kill(id).await?;
         let view = WorkerView::of(&worker);
         let text = match before {
             Some(status) if status.settled() => format!(

@@ -167,6 +167,7 @@ async fn bench(project: &Project) -> anyhow::Result<()> {
     let supervisor = LspSupervisor::new(workspace.root(), project.config.clone())?;
     let dispatcher = Dispatcher::new(
         RunBuilder::new(workspace)
+            .bind::<agent_tools::tools_files::FilesFamily>(())
             .bind::<agent_tools::tools_lsp::LspFamily>(supervisor)
             .registry(),
         DispatcherOptions {

@@ -323,6 +323,7 @@ fn every_tool(root: &Path, state: &Path) -> tools_core::Registry {
     let supervisor =
         tools_lsp::LspSupervisor::new(workspace.root(), tools_lsp::LspConfig::default()).unwrap();
     RunBuilder::new(workspace)
+        .bind::<tools_files::FilesFamily>(())
         .bind::<tools_ast::AstFamily>((
             tools_ast::SearchOptions::default(),
             tools_ast::SyntaxIndex::new(tools_ast::DEFAULT_CACHE_MB),

@@ -186,9 +186,7 @@ impl Debug {
                         }
                     },
                 };
-                let found = adapters::find(adapter, &root, Some(&program))
-                    .await
-                    .map_err(ToolError::failed)?;
+                let found = adapters::find(adapter, &root, Some(&program)).await?;
                 (
                     Start::Launch {
                         found,

@@ -119,3 +119,32 @@ async fn the_runs_shutdown_stops_every_kernel() {
         );
     }
 }
+
+// EVAL-7: a child of the Node kernel that writes to fd 1 writes to the protocol pipe, around
+// the kernel's capture. Each of its lines is the cell's output, one that is JSON of a type the
+// protocol does not have included; the cell still ends on the kernel's own `done`.
+#[tokio::test]
+async fn eval_7_what_a_node_child_writes_to_the_pipe_is_output() {
+    if !available("node") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dispatcher = dispatcher(dir.path());
+    // The first cell's result names the kernel it started.
+    eval(&dispatcher, "javascript", "1").await;
+    let child = eval(
+        &dispatcher,
+        "javascript",
+        r#"require('child_process').execSync(
+  `printf 'from a child\n{"type": "progress", "done": 1}\n'`,
+  { stdio: ['ignore', 'inherit', 'inherit'] },
+); console.log('after')"#,
+    )
+    .await;
+    assert!(!child.is_error, "{}", child.text);
+    assert_eq!(
+        child.text,
+        "from a child\n{\"type\": \"progress\", \"done\": 1}\nafter"
+    );
+    dispatcher.shutdown(Duration::from_secs(5)).await;
+}

@@ -226,7 +226,7 @@ fn not_found(text: &str, old: &str, shown: &str) -> String {
 mod tests {
     use serde_json::json;
 
-    use crate::host::test_support::Fixture;
+    use crate::test_support::Fixture;
 
     const FILE: &str =
         "//- /src/lib.rs\nfn a() {\n    let x = 1;\n}\nfn b() {\n    let x = 1;\n}\n";

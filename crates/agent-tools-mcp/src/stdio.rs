@@ -5,12 +5,14 @@
 
 use std::sync::{Arc, Mutex};
 
+use rmcp::ServiceExt;
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 
-use crate::mcp::dialect::{self, Dialect};
+use crate::McpServer;
+use crate::dialect::{self, Dialect};
 
 /// JSON-RPC's code for text that is not JSON.
 const PARSE_ERROR: i64 = -32700;
@@ -30,6 +32,17 @@ pub struct LineTransport<R, W> {
 /// The transport `serve` uses: standard input and output.
 pub fn stdio_transport() -> LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
     LineTransport::new(tokio::io::stdin(), tokio::io::stdout())
+}
+
+/// Serves `server` over standard input and output until the client closes the connection or
+/// standard input ends. Ending the run is the caller's (see [`crate::McpRun`]).
+pub async fn serve_stdio(server: McpServer) -> crate::Result<()> {
+    let service = server
+        .serve(stdio_transport())
+        .await
+        .map_err(|error| crate::Error::Initialize(Box::new(error)))?;
+    service.waiting().await.map_err(crate::Error::Service)?;
+    Ok(())
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {

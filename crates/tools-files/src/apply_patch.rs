@@ -257,7 +257,7 @@ fn plan(
 mod tests {
     use serde_json::json;
 
-    use crate::host::test_support::Fixture;
+    use crate::test_support::Fixture;
 
     const FILES: &str =
         "//- /src/a.rs\nfn a() {\n    1\n}\n//- /src/b.rs\nfn b() {\n    2\n}\n//- /old.txt\nbye\n";

@@ -133,7 +133,7 @@ impl Tool for Read {
 mod tests {
     use serde_json::json;
 
-    use crate::host::test_support::Fixture;
+    use crate::test_support::Fixture;
 
     const FILE: &str = "//- /src/lib.rs\nfn one() {}\nfn two() {}\nfn three() {}\n";
 

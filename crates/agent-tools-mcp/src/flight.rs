@@ -586,7 +586,7 @@ async fn run_task(
                 ));
                 // A call that finished its work anyway (a debuggee paused where it was) keeps
                 // its result: cancellation is cooperative.
-                return Ok(crate::mcp::mcp_result(result));
+                return Ok(crate::wire::mcp_result(result));
             }
             Some(raised) = flight.raised.recv() => {
                 if cancelled {
@@ -643,13 +643,14 @@ async fn ask_in_task(task: TaskContext, mut raised: Raised) {
 
 /// The card as an `elicitation/create` request: the same form a 2025-11-25 client is sent.
 fn elicit_request(card: &Card) -> Result<ElicitRequest, McpError> {
-    let params = form_params(card).map_err(|problem| McpError::internal_error(problem, None))?;
+    let params =
+        form_params(card).map_err(|problem| McpError::internal_error(problem.to_string(), None))?;
     Ok(ElicitRequest::new(params))
 }
 
 /// Reads a client's elicitation result for `card`.
-fn answer_from(card: &Card, value: Value) -> Result<Answer, String> {
-    let result: ElicitResult = serde_json::from_value(value).map_err(|error| error.to_string())?;
+fn answer_from(card: &Card, value: Value) -> Result<Answer, serde_json::Error> {
+    let result: ElicitResult = serde_json::from_value(value)?;
     Ok(answer_for(card, result))
 }
 

@@ -99,7 +99,7 @@ impl Tool for Write {
 mod tests {
     use serde_json::json;
 
-    use crate::host::test_support::Fixture;
+    use crate::test_support::Fixture;
 
     #[tokio::test]
     async fn creates_folders_and_replaces_files() {

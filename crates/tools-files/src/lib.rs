@@ -1,14 +1,19 @@
 //! The host's own file tools (PROD-4): `read`, `write`, `edit` and `apply_patch`. They are the
 //! contract other tools and tests use, and what diagnostics on write (LSP-6) wraps.
+//!
+//! A family like the others (`FilesFamily`): an embedder whose agent has file tools of its
+//! own builds the umbrella without the `files` feature and registers its own.
 
 mod apply_patch;
 mod edit;
+mod family;
 mod read;
 mod write;
 
-pub use self::{
+pub use crate::{
     apply_patch::{ApplyPatch, ApplyPatchInput, ApplyPatchOutput, PatchedFile},
     edit::{Edit, EditInput, EditOutput},
+    family::FilesFamily,
     read::{Read, ReadInput, ReadOutput},
     write::{Write, WriteInput, WriteOutput},
 };
