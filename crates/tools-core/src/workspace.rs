@@ -14,7 +14,7 @@ use crate::{Error, Result, ToolError};
 mod files;
 
 use self::files::{faults, remove_created, restore, special_kind, stage};
-pub use self::files::{read_regular, read_regular_with_metadata};
+pub use tools_process::{read_regular, read_regular_with_metadata};
 
 /// The root of the run's workspace, canonical, with path confinement and safe writes. Clones
 /// (and every `Workspace` opened on the same root in this process) share one write lock.

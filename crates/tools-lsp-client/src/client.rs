@@ -289,7 +289,7 @@ impl Shared {
             "window/showDocument" => Ok(json!({ "success": false })),
             "workspace/applyEdit" => Ok(json!({
                 "applied": false,
-                "failureReason": "this client applies edits only through its own rename tool"
+                "failureReason": "this client applies only the edits its own requests return"
             })),
             // Registrations are accepted (nothing we declared is dynamic, so there is nothing
             // to do); a message request gets no choice; refresh requests need no answer.

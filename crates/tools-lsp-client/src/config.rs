@@ -1,6 +1,6 @@
 //! What the client machinery is configured with: timeouts, the restart budget, where server
-//! binaries are looked for, and the `[lsp.servers.NAME]` overrides of the built-in table.
-//! tools-lsp reads these from the `[lsp]` table of `agent-tools.toml`.
+//! binaries are looked for, and the overrides of the built-in table. tools-lsp reads these
+//! from its configuration and fills them in.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,7 +38,7 @@ impl ClientConfig {
     }
 }
 
-/// `[lsp.servers.NAME]`: any field left out keeps the built-in value. A name that is not
+/// One server's override, by the server's name: any field left out keeps the built-in value. A name that is not
 /// built in defines a new server and then needs `command`, `extensions` and `markers`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -53,7 +53,7 @@ pub struct ServerOverride {
     pub language_id: Option<String>,
     /// Files or folders whose presence marks a project root, e.g. `["go.mod"]`.
     pub markers: Option<Vec<String>>,
-    /// The project checker `diagnostics "*"` runs in the root; an empty list removes it.
+    /// The project's own checker, run in the root; an empty list removes it.
     pub checker: Option<Vec<String>>,
     /// How to read the checker's output.
     pub checker_format: Option<CheckerFormat>,

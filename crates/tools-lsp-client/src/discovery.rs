@@ -26,14 +26,66 @@ pub(crate) enum Binary {
         argv: Vec<String>,
         candidate: Candidate,
     },
-    /// Nothing runnable; the reason is a whole sentence for the model.
-    Missing { reason: String },
+    /// Nothing runnable, and where it was looked for.
+    Missing(MissingBinary),
+}
+
+/// Why no binary of a server runs here: where it was looked for, and how to install it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", self.reason())]
+pub struct MissingBinary {
+    /// The programs looked for, in order, each with whether `name-NN` versions count.
+    pub programs: Vec<(String, bool)>,
+    /// Where they were looked for, as tools-process describes the search path.
+    pub searched: String,
+    /// Programs found as rustup proxies without their component for the project's
+    /// toolchain, each as a sentence with rustup's answer.
+    pub proxies: Vec<String>,
+    /// How to install it, from the server table; `None` for a server the configuration adds.
+    pub install_hint: Option<String>,
+}
+
+impl MissingBinary {
+    /// Whether nothing was found at all, as opposed to a rustup proxy without its component.
+    pub fn not_found(&self) -> bool {
+        self.proxies.is_empty()
+    }
+
+    fn reason(&self) -> String {
+        if !self.proxies.is_empty() {
+            return self.proxies.join("; ");
+        }
+        let names: Vec<String> = self
+            .programs
+            .iter()
+            .map(|(program, versioned)| match versioned {
+                true => format!("`{program}` (or `{program}-NN`)"),
+                false => format!("`{program}`"),
+            })
+            .collect();
+        format!(
+            "its binary was not found: looked for {} in {}",
+            names.join(", "),
+            self.searched
+        )
+    }
+}
+
+/// Why rustup has no real binary behind one of its proxies.
+#[derive(Debug, thiserror::Error)]
+enum RustupError {
+    /// It answered, and this is the first line it wrote to stderr.
+    #[error("rustup says: {0}")]
+    Says(String),
+    /// It could not be asked.
+    #[error(transparent)]
+    Run(#[from] tools_process::Error),
 }
 
 /// Resolves the server's binary for a project at `root` (rustup needs the folder to pick the
 /// toolchain).
 pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root: &Path) -> Binary {
-    let mut proxy_problems = Vec::new();
+    let mut proxies = Vec::new();
     for candidate in &spec.candidates {
         let found = search.find(&candidate.program, root).or_else(|| {
             candidate
@@ -49,10 +101,10 @@ pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root:
             None => path,
             Some(rustup) => match rustup_which(&rustup, &candidate.program, root).await {
                 Ok(real) => real,
-                Err(message) => {
-                    proxy_problems.push(format!(
+                Err(error) => {
+                    proxies.push(format!(
                         "{} is a rustup proxy, but rustup has no `{}` for the toolchain of this \
-                         project ({message})",
+                         project ({error})",
                         path.display(),
                         candidate.program
                     ));
@@ -68,27 +120,16 @@ pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root:
             candidate: candidate.clone(),
         };
     }
-    let names: Vec<String> = spec
-        .candidates
-        .iter()
-        .map(|c| match c.versioned {
-            true => format!("`{0}` (or `{0}-NN`)", c.program),
-            false => format!("`{}`", c.program),
-        })
-        .collect();
-    let mut reason = match proxy_problems.is_empty() {
-        true => format!(
-            "its binary was not found: looked for {} in {}",
-            names.join(", "),
-            search.described()
-        ),
-        false => proxy_problems.join("; "),
-    };
-    reason.push_str(&format!(
-        "; {}, or set `command` under [lsp.servers.{}] in agent-tools.toml",
-        spec.install_hint, spec.name
-    ));
-    Binary::Missing { reason }
+    Binary::Missing(MissingBinary {
+        programs: spec
+            .candidates
+            .iter()
+            .map(|candidate| (candidate.program.clone(), candidate.versioned))
+            .collect(),
+        searched: search.described().to_owned(),
+        proxies,
+        install_hint: spec.install_hint.clone(),
+    })
 }
 
 /// The `rustup` binary behind `path` when `path` is one of rustup's proxies (a link to, or
@@ -109,7 +150,7 @@ fn rustup_proxy(path: &Path) -> Option<PathBuf> {
 
 /// Asks rustup which real binary the proxy would run in `root`; an error means the
 /// component is not installed for that toolchain.
-async fn rustup_which(rustup: &Path, program: &str, root: &Path) -> Result<PathBuf, String> {
+async fn rustup_which(rustup: &Path, program: &str, root: &Path) -> Result<PathBuf, RustupError> {
     let output = quick_output(rustup, &["which".to_owned(), program.to_owned()], root).await?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     if output.status.success() && !text.is_empty() && Path::new(&text).is_file() {
@@ -121,12 +162,16 @@ async fn rustup_which(rustup: &Path, program: &str, root: &Path) -> Result<PathB
         .map(str::trim)
         .find(|line| !line.is_empty())
         .unwrap_or("no answer");
-    Err(format!("rustup says: {first}"))
+    Err(RustupError::Says(first.to_owned()))
 }
 
 /// Runs a short command (a version probe, `rustup which`) to its end, through the one
 /// process path: its own group, killed with the run, a timeout and an output cap.
-async fn quick_output(program: &Path, args: &[String], cwd: &Path) -> Result<RunOutput, String> {
+async fn quick_output(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+) -> tools_process::Result<RunOutput> {
     let command = Command::new(program, cwd).args(args);
     run_to_end(
         &command,
@@ -137,7 +182,6 @@ async fn quick_output(program: &Path, args: &[String], cwd: &Path) -> Result<Run
         },
     )
     .await
-    .map_err(|error| error.to_string())
 }
 
 /// Versions by binary path, asked once per run: a probe spawns a process.
@@ -274,7 +318,7 @@ mod tests {
     #[test]
     fn lsp_2_a_weakly_marked_folder_inside_a_root_is_part_of_it() {
         // `docs/requirements.txt` beside `docs/conf.py` is not a project: the files belong
-        // to the root above, and `diagnostics "*"` checks them once.
+        // to the root above, and a check of every root counts them once.
         let dir = tree(&[
             "pyproject.toml",
             "docs/requirements.txt",
@@ -336,15 +380,18 @@ mod tests {
         let mut gopls = spec("gopls");
         gopls.candidates[0].program = "gopls-that-does-not-exist".into();
         let search = SearchPath::new(&root, None, &[]);
-        let Binary::Missing { reason } = resolve_binary(&gopls, &search, &root).await else {
+        let Binary::Missing(missing) = resolve_binary(&gopls, &search, &root).await else {
             panic!("found a binary that does not exist");
         };
+        assert!(missing.not_found());
         assert_eq!(
-            reason,
+            missing.to_string(),
             "its binary was not found: looked for `gopls-that-does-not-exist` in .venv/bin, \
-             venv/bin, node_modules/.bin and PATH; install it with \
-             `go install golang.org/x/tools/gopls@latest`, or set `command` under \
-             [lsp.servers.gopls] in agent-tools.toml"
+             venv/bin, node_modules/.bin and PATH"
+        );
+        assert_eq!(
+            missing.install_hint.as_deref(),
+            Some("install it with `go install golang.org/x/tools/gopls@latest`")
         );
     }
 
@@ -388,11 +435,12 @@ mod tests {
             .unwrap();
         std::os::unix::fs::symlink("rustup", bin.join("rust-analyzer")).unwrap();
         let search = SearchPath::from_dirs(vec![bin.clone()], "bin");
-        let Binary::Missing { reason } =
-            resolve_binary(&spec("rust-analyzer"), &search, &root).await
+        let Binary::Missing(missing) = resolve_binary(&spec("rust-analyzer"), &search, &root).await
         else {
             panic!("a proxy without its component counted as a binary");
         };
+        assert!(!missing.not_found());
+        let reason = missing.to_string();
         assert!(
             reason.starts_with(&format!(
                 "{} is a rustup proxy, but rustup has no `rust-analyzer` for the toolchain of \
@@ -401,6 +449,9 @@ mod tests {
             )),
             "{reason}"
         );
-        assert!(reason.ends_with("`rustup component add rust-analyzer`, or set `command` under [lsp.servers.rust-analyzer] in agent-tools.toml"), "{reason}");
+        assert_eq!(
+            missing.install_hint.as_deref(),
+            Some("install it with `rustup component add rust-analyzer`")
+        );
     }
 }

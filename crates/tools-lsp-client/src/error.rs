@@ -1,38 +1,66 @@
-//! The crate's one error type. Every variant's message is written for a model: it names the
-//! server, the root and the request, and says what to do next (tools-lsp passes it on as
-//! the tool's error result).
+//! The crate's one error type. Every variant carries data — the server, the root and file
+//! paths as they are on disk, the request, the cause as `source` — and its message is a plain
+//! technical sentence. What the model reads, and what it should do next, is tools-lsp's to
+//! write from that data.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use tools_core::ToolError;
+use crate::discovery::MissingBinary;
+use crate::servers::ServerSpec;
+use crate::session::Ended;
 
 /// A failure of the language-server machinery (starting, talking to or supervising a server).
 // Clone, because one failed start is handed to every call that waited for it; the causes that
 // are not `Clone` themselves are shared behind an `Arc`.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
-    /// `agent-tools.toml` describes a server we cannot use.
-    #[error("[lsp.servers.{server}] in the config: {problem}")]
+    /// An override of the server table cannot be applied.
+    #[error("the override of server {server}: {problem}")]
     Config { server: String, problem: String },
     /// The embedded `servers.toml` does not parse: a bug of the build, not of the project.
-    #[error(
-        "the built-in server table (servers.toml) is invalid, which is a bug of agent-tools; \
-         add the servers under [lsp.servers.NAME] in the config meanwhile: {source}"
-    )]
+    #[error("the built-in server table (servers.toml) is invalid: {source}")]
     BuiltinTable {
         #[source]
         source: toml::de::Error,
     },
-    /// No server can serve this file, and the message says why (LSP-2).
-    #[error("{0}")]
-    Unusable(String),
+    /// No server of the table handles the file's kind (LSP-2).
+    #[error("no language server handles {}", path.display())]
+    NoServer {
+        path: PathBuf,
+        /// Every server of the table, in its order.
+        known: Vec<Arc<ServerSpec>>,
+    },
+    /// The server that handles the file's kind has no project root for it (LSP-2: no
+    /// marker, no server).
+    #[error(
+        "{server} has no project root for {}: none of its markers ({}) is beside it or in a \
+         folder above it inside the workspace",
+        path.display(),
+        markers.join(", ")
+    )]
+    NoRoot {
+        server: String,
+        path: PathBuf,
+        markers: Vec<String>,
+    },
+    /// The server's binary does not resolve for this root (LSP-2).
+    #[error("{server} cannot start for root {}: {missing}", root.display())]
+    NoBinary {
+        server: String,
+        root: PathBuf,
+        missing: Box<MissingBinary>,
+    },
+    /// A start was under way when the server was reloaded; the caller may ask again.
+    #[error("{server} was reloaded while it was starting")]
+    Reloaded { server: String },
     /// The process could not be spawned.
-    #[error("cannot start {server} (`{command}`) in {root}: {message}")]
+    #[error("cannot start {server} (`{command}`) in {}: {message}", root.display())]
     Spawn {
         server: String,
         command: String,
-        root: String,
-        /// What went wrong, as the model reads it (the cause's text, when there is one).
+        root: PathBuf,
+        /// What went wrong (the cause's text, when there is one).
         message: String,
         /// The spawn's own error, when the process could not be started.
         #[source]
@@ -40,48 +68,64 @@ pub enum Error {
     },
     /// The server did not answer in time; the request was cancelled.
     #[error(
-        "{server} (root {root}) did not answer `{method}` within {seconds}s; the request was \
-         cancelled. Try again, or call `lsp` with operation `reload` if it keeps happening"
+        "{server} (root {}) did not answer `{method}` within {seconds}s; the request was \
+         cancelled",
+        root.display()
     )]
     Timeout {
         server: String,
-        root: String,
+        root: PathBuf,
         method: String,
         seconds: u64,
     },
     /// The server process went away while we were talking to it.
-    #[error("{server} (root {root}) stopped while answering `{method}`{details}")]
+    #[error("{server} (root {}) stopped while answering `{method}`{ended}", root.display())]
     Stopped {
         server: String,
-        root: String,
+        root: PathBuf,
         method: String,
-        details: String,
+        /// Why it ended and what it last wrote to stderr, as far as known.
+        ended: Ended,
     },
     /// The server answered with an error.
     #[error("{server} answered `{method}` with an error: {message}")]
     Response {
         server: String,
         method: String,
-        /// What the server said, as the model reads it.
+        /// What the server said.
         message: String,
         /// The server's error response, or why its answer did not decode.
         #[source]
         source: AnswerError,
     },
-    /// The server crashed more often than the restart budget allows.
-    #[error(
-        "{server} (root {root}) crashed {crashes} times, which uses up its restart budget; \
-         call `lsp` with operation `reload` to start it again{details}"
-    )]
+    /// The server crashed more often than the restart budget allows; it stays down until a
+    /// reload.
+    #[error("{server} (root {}) crashed {crashes} times, which uses up its restart budget", root.display())]
     RestartBudget {
         server: String,
-        root: String,
+        root: PathBuf,
         crashes: u32,
-        details: String,
+        /// What went wrong the last time.
+        last_error: Option<Box<LastError>>,
+        /// The last lines it wrote to stderr.
+        stderr_tail: Vec<String>,
     },
     /// The supervisor's task is gone (the run is shutting down).
     #[error("the language-server supervisor has shut down; the run is ending")]
     SupervisorGone,
+    /// A document cannot be named to a server: its path is not absolute.
+    #[error("{} is not an absolute path", path.display())]
+    NotAbsolute { path: PathBuf },
+    /// A document to sync is not UTF-8 text.
+    #[error("{} is not UTF-8 text", path.display())]
+    NotUtf8 { path: PathBuf },
+    /// A document to sync cannot be read (it is gone, or not a regular file).
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
 }
 
 /// Why a server's answer was an error.
@@ -95,14 +139,26 @@ pub enum AnswerError {
     Decode(#[source] Arc<serde_json::Error>),
 }
 
+/// The last thing that went wrong with a session, as its status and its restart budget's
+/// error report it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LastError {
+    /// Its process ended by itself, with why.
+    #[error("crashed: {0}")]
+    Crashed(String),
+    /// Its binary was found, but it did not come up.
+    #[error("start failed: {0}")]
+    StartFailed(Error),
+    /// It cannot start here (its binary does not resolve).
+    #[error("{0}")]
+    Unusable(Error),
+    /// The last error message the running server showed or logged itself.
+    #[error("{0}")]
+    Reported(String),
+}
+
 /// The result type of the client machinery.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-impl From<Error> for ToolError {
-    fn from(error: Error) -> Self {
-        ToolError::failed(error.to_string())
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,5 @@
 //! The table of known language servers (languages, root markers, command, project checker)
-//! and how `[lsp.servers.*]` in the config changes it.
+//! and how the configuration's server overrides change it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,7 +30,7 @@ pub struct ServerSpec {
     pub root_rule: RootRule,
     /// The commands to try, in order; the first whose binary resolves is used.
     pub candidates: Vec<Candidate>,
-    /// The project checker of `diagnostics "*"`.
+    /// The project's own checker, run over a whole root (the client never runs it).
     pub checker: Option<CheckerSpec>,
     /// Extra environment for the server and its checker.
     pub env: BTreeMap<String, String>,
@@ -53,8 +53,9 @@ pub struct ServerSpec {
     pub check: Check,
     /// How the files a write did not touch but may have broken are found (SPEC section 11).
     pub reach: Reach,
-    /// What to tell someone whose machine lacks the binary.
-    pub install_hint: String,
+    /// What to tell someone whose machine lacks the binary (`None` for a server the
+    /// configuration adds: whoever added it knows).
+    pub install_hint: Option<String>,
 }
 
 /// How a file's diagnostics can be asked for.
@@ -321,7 +322,7 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
         pull: Pull::None,
         check: Check::None,
         reach: Reach::Publishes,
-        install_hint: format!("install it, or fix [lsp.servers.{name}] command in the config"),
+        install_hint: None,
     };
     apply(&mut spec, change)?;
     Ok(spec)
@@ -331,7 +332,7 @@ fn new_server(name: &str, change: &ServerOverride) -> Result<ServerSpec> {
 mod tests {
     use super::*;
 
-    /// A configuration with these `[lsp.servers]` overrides, written as JSON.
+    /// A configuration with these server overrides, written as JSON.
     fn with_servers(servers: Value) -> ClientConfig {
         ClientConfig {
             request_timeout: std::time::Duration::from_secs(30),
@@ -410,7 +411,7 @@ mod tests {
         }));
         assert_eq!(
             table(&config).unwrap_err().to_string(),
-            "[lsp.servers.zls] in the config: `zls` is not a built-in server, so it needs \
+            "the override of server zls: `zls` is not a built-in server, so it needs \
              `command` (a new server needs `command`, `extensions` and `markers`)"
         );
     }

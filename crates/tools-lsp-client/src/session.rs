@@ -49,13 +49,58 @@ struct DiskSnapshot {
 pub struct StartOptions {
     pub spec: Arc<ServerSpec>,
     pub root: PathBuf,
-    pub root_shown: String,
     pub argv: Vec<String>,
     pub tail: Arc<StderrTail>,
     pub request_timeout: Duration,
     pub start_timeout: Duration,
     pub index_timeout: Duration,
     pub server_nanos: Arc<AtomicU64>,
+    pub on_busy: OnBusy,
+}
+
+/// What a call that waits for a busy server waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Busy {
+    /// The server's name.
+    pub server: String,
+    /// The project root it serves.
+    pub root: PathBuf,
+    /// What it says it is doing (`indexing`, `loading the workspace`, …).
+    pub what: String,
+    /// How long the call has waited so far; when it gave up waiting, how long it may wait.
+    pub waited: Duration,
+}
+
+/// Told what a call waits for while a server is busy: when that changes, and every two
+/// seconds. tools-lsp turns it into the call's progress; the callback runs in the waiting
+/// call's own task.
+pub type OnBusy = Arc<dyn Fn(&Busy) + Send + Sync>;
+
+/// How a server's process ended, as far as known: why, and the last lines it wrote to stderr.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// Why it ended, once the watcher knows.
+    pub reason: Option<String>,
+    /// The last lines it wrote to stderr.
+    pub stderr_tail: Vec<String>,
+}
+
+/// `: the process ended (signal: 9); its last stderr lines: …`, or nothing when nothing is
+/// known.
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(reason) = &self.reason {
+            write!(f, ": {reason}")?;
+        }
+        if !self.stderr_tail.is_empty() {
+            write!(
+                f,
+                "; its last stderr lines: {}",
+                self.stderr_tail.join(" | ")
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// A document the server has open, as we last sent it.
@@ -89,7 +134,6 @@ pub enum Activity {
 pub struct Session {
     pub spec: Arc<ServerSpec>,
     pub root: PathBuf,
-    pub root_shown: String,
     pub encoding: Encoding,
     pub capabilities: ServerCapabilities,
     pub shared: Arc<Shared>,
@@ -105,6 +149,7 @@ pub struct Session {
     stopping: AtomicBool,
     request_timeout: Duration,
     index_timeout: Duration,
+    on_busy: OnBusy,
 }
 
 impl Session {
@@ -117,19 +162,19 @@ impl Session {
         let StartOptions {
             spec,
             root,
-            root_shown,
             argv,
             tail,
             request_timeout,
             start_timeout,
             index_timeout,
             server_nanos,
+            on_busy,
         } = options;
         let started = Instant::now();
         let spawn_error = |message: String, source: Option<tools_process::Error>| Error::Spawn {
             server: spec.name.clone(),
             command: argv.join(" "),
-            root: root_shown.clone(),
+            root: root.clone(),
             message,
             source: source.map(Arc::new),
         };
@@ -152,7 +197,7 @@ impl Session {
         let root_uri = Url::from_directory_path(&root).map_err(|()| Error::Spawn {
             server: spec.name.clone(),
             command: argv.join(" "),
-            root: root_shown.clone(),
+            root: root.clone(),
             message: "the root is not an absolute path".into(),
             source: None,
         })?;
@@ -217,11 +262,11 @@ impl Session {
             started,
             spec,
             root,
-            root_shown,
             shared,
             tail,
             request_timeout,
             index_timeout,
+            on_busy,
         };
         let params = initialize_params(&session, root_uri, root_name);
         let result = match session
@@ -249,7 +294,7 @@ impl Session {
         session.rescan_disk().await;
         tracing::info!(
             server = %session.spec.name,
-            root = %session.root_shown,
+            root = %session.root.display(),
             pid = session.group.pgid(),
             encoding = ?session.encoding,
             "language server initialised"
@@ -315,9 +360,9 @@ impl Session {
         }
     }
 
-    /// Waits until the server is ready, at most the index timeout. Returns a note for the
-    /// answer when it was still busy then (the request goes ahead anyway).
-    pub async fn wait_ready(&self) -> Option<String> {
+    /// Waits until the server is ready, at most the index timeout. Returns what it was still
+    /// busy with then (the request goes ahead anyway, and its answer may be incomplete).
+    pub async fn wait_ready(&self) -> Option<Busy> {
         let started = tokio::time::Instant::now();
         let deadline = started + self.index_timeout;
         let mut changes = self.shared.subscribe();
@@ -334,10 +379,7 @@ impl Session {
                 .as_ref()
                 .is_none_or(|(what, at)| *what != busy || waited >= at + 2)
             {
-                tools_core::report_progress(format!(
-                    "waiting for {} in {}: {busy} ({waited}s)",
-                    self.spec.name, self.root_shown
-                ));
+                (self.on_busy)(&self.busy(busy.clone(), Duration::from_secs(waited)));
                 reported = Some((busy.clone(), waited));
             }
             if self.shared.state().ended.is_some() {
@@ -346,14 +388,18 @@ impl Session {
             // Progress grace periods end without a message, so wake up now and then too.
             let tick = tokio::time::Instant::now() + Duration::from_millis(50);
             if tokio::time::Instant::now() >= deadline {
-                return Some(format!(
-                    "{} was still busy after {}s ({busy}); this answer may be incomplete — ask \
-                     again in a while",
-                    self.spec.name,
-                    self.index_timeout.as_secs()
-                ));
+                return Some(self.busy(busy, self.index_timeout));
             }
             let _ = tokio::time::timeout_at(tick.min(deadline), changes.changed()).await;
+        }
+    }
+
+    fn busy(&self, what: String, waited: Duration) -> Busy {
+        Busy {
+            server: self.spec.name.clone(),
+            root: self.root.clone(),
+            what,
+            waited,
         }
     }
 
@@ -432,15 +478,15 @@ impl Session {
         match error {
             RequestError::Timeout => Error::Timeout {
                 server,
-                root: self.root_shown.clone(),
+                root: self.root.clone(),
                 method,
                 seconds: timeout.as_secs(),
             },
             RequestError::Stopped => Error::Stopped {
                 server,
-                root: self.root_shown.clone(),
+                root: self.root.clone(),
                 method,
-                details: self.exit_details(),
+                ended: self.ended(),
             },
             RequestError::Response(response) if response.code == ErrorCode::METHOD_NOT_FOUND => {
                 Error::Response {
@@ -465,17 +511,12 @@ impl Session {
         }
     }
 
-    /// `: the process ended (signal: 9); its last stderr lines: …` or nothing.
-    pub fn exit_details(&self) -> String {
-        let mut details = String::new();
-        if let Some(reason) = &self.shared.state().ended {
-            details.push_str(&format!(": {reason}"));
+    /// How its process ended, as far as known now: why, and its last five stderr lines.
+    pub fn ended(&self) -> Ended {
+        Ended {
+            reason: self.shared.state().ended.clone(),
+            stderr_tail: self.tail.last(5),
         }
-        let tail = self.tail.last(5);
-        if !tail.is_empty() {
-            details.push_str(&format!("; its last stderr lines: {}", tail.join(" | ")));
-        }
-        details
     }
 
     /// Stops the server politely (`shutdown`, `exit`), then kills its process group.

@@ -1,7 +1,7 @@
 //! The language-server supervisor: a cheap, cloneable handle and one actor that owns every
 //! session, keyed by (server, root). Servers start lazily on the first call that needs them;
-//! a crashed one is restarted on the next call while its restart budget lasts; `reload`
-//! restarts them on request; `status` reports each server's marker, binary and state.
+//! a crashed one is restarted on the next call while its restart budget lasts; a reload
+//! restarts them on request; a status reports each server's markers, binary and sessions.
 //!
 //! Requests do not pass through the actor: it hands out `Arc<Session>`s, and callers talk to
 //! the server directly, so a slow `references` never holds up a `hover`.
@@ -11,16 +11,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tools_process::{SearchPath, StderrTail};
 
 use crate::config::ClientConfig;
-use crate::discovery::{Binary, VersionCache, resolve_binary, root_for, scan_roots};
+use crate::discovery::{Binary, MissingBinary, VersionCache, resolve_binary, root_for, scan_roots};
 use crate::servers::ServerSpec;
-use crate::session::Session;
-use crate::{Error, Result};
+use crate::session::{Activity, Busy, OnBusy, Session};
+use crate::{Error, LastError, Result};
 
 mod actor;
 
@@ -38,8 +36,8 @@ struct Inner {
     /// The actor, spawned on first use so that a supervisor can be built outside a runtime
     /// (listing tools, generating docs) and only a run that calls it pays for it.
     actor: OnceLock<mpsc::UnboundedSender<Command>>,
-    /// How many times `reload` ran: what was learnt about servers that cannot run (by
-    /// diagnostics on write) holds until the next one.
+    /// How many reloads ran: what a caller learnt about servers that cannot run may hold
+    /// until the next one.
     reloads: AtomicU64,
 }
 
@@ -50,18 +48,10 @@ pub struct Context {
     pub servers: Vec<Arc<ServerSpec>>,
     pub versions: VersionCache,
     server_nanos: Arc<AtomicU64>,
+    on_busy: OnBusy,
 }
 
 impl Context {
-    /// A root as the model reads it: `.` or a workspace-relative folder.
-    pub fn shown(&self, path: &Path) -> String {
-        match path.strip_prefix(&self.workspace_root) {
-            Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
-            Ok(relative) => relative.to_string_lossy().into_owned(),
-            Err(_) => path.display().to_string(),
-        }
-    }
-
     /// Where binaries for a project at `root` are looked for.
     pub fn search_path(&self, root: Option<&Path>) -> SearchPath {
         SearchPath::new(&self.workspace_root, root, &self.config.path)
@@ -76,7 +66,7 @@ enum Command {
     Acquire {
         spec: Arc<ServerSpec>,
         root: PathBuf,
-        reply: oneshot::Sender<Result<Arc<Session>>>,
+        reply: Waiter,
     },
     /// A start finished (from the start task).
     Started {
@@ -94,11 +84,11 @@ enum Command {
     /// be shut down and started again.
     Reload {
         only: Option<Key>,
-        reply: oneshot::Sender<Vec<Reloaded>>,
+        reply: oneshot::Sender<Vec<Forgotten>>,
     },
-    /// Every session's state, for `status`.
+    /// Every session's state, for a status.
     Snapshot {
-        reply: oneshot::Sender<Vec<SessionReport>>,
+        reply: oneshot::Sender<Vec<SessionStatus>>,
     },
     /// Stop every server and end the actor (the run is ending).
     Shutdown { reply: oneshot::Sender<()> },
@@ -106,12 +96,13 @@ enum Command {
 
 enum StartFailure {
     /// The server cannot run here (no binary): not a crash.
-    Unusable(String),
+    Unusable(Error),
     /// It was found but did not come up: counts against the budget.
     Failed(Error),
 }
 
-struct Reloaded {
+/// A session the actor forgot on a reload, with its process if it was running.
+struct Forgotten {
     spec: Arc<ServerSpec>,
     root: PathBuf,
     session: Option<Arc<Session>>,
@@ -120,70 +111,98 @@ struct Reloaded {
 struct Entry {
     generation: u64,
     crashes: u32,
-    last_error: Option<String>,
+    last_error: Option<LastError>,
     tail: Arc<StderrTail>,
     state: EntryState,
 }
 
+/// Who waits for a session.
+type Waiter = oneshot::Sender<Result<Arc<Session>>>;
+
 enum EntryState {
-    Starting(Vec<oneshot::Sender<Result<Arc<Session>>>>),
+    Starting(Vec<Waiter>),
     Running(Arc<Session>),
     Down,
 }
 
-/// One session in `status`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SessionReport {
+/// One session's state.
+#[derive(Debug, Clone)]
+pub struct SessionStatus {
     /// The server's name.
     pub server: String,
-    /// The project root it serves, workspace-relative.
-    pub root: String,
-    /// `starting`, `indexing: …`, `ready`, `crashed n times …` or `not running`.
-    pub state: String,
+    /// The project root it serves.
+    pub root: PathBuf,
+    pub state: SessionState,
     /// The server's process id while it runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// How many times it crashed since the last reload.
     pub crashes: u32,
     /// The last error: a crash, a failed start, or an error the server reported.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
+    pub last_error: Option<LastError>,
     /// The last lines it wrote to stderr.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr_tail: Vec<String>,
 }
 
-/// One server in `status` (LSP-2).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ServerReport {
-    /// The server's name.
-    pub server: String,
-    /// The file extensions it handles.
-    pub extensions: String,
-    /// Whether it can run here: a root marker is found and the binary resolves.
-    pub usable: bool,
-    /// Project roots found by their markers, workspace-relative (`.` is the root itself).
-    pub roots: Vec<String>,
-    /// The marker files it looks for.
-    pub markers: Vec<String>,
-    /// The binary that would run, if one resolves.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub binary: Option<String>,
+/// Where a session is in its life. A session that is down restarts on the next call that
+/// needs it while its crashes stay under the restart budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionState {
+    Starting,
+    Running(Activity),
+    Down,
+}
+
+/// One server of the table, as it stands in this workspace (LSP-2).
+#[derive(Debug, Clone)]
+pub struct ServerStatus {
+    pub spec: Arc<ServerSpec>,
+    /// Project roots found by their markers.
+    pub roots: Vec<PathBuf>,
+    /// The binary that would run for the first root (or the workspace root), or why none
+    /// would.
+    pub binary: std::result::Result<PathBuf, MissingBinary>,
     /// What the binary says its version is.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Why it cannot run here, when it cannot.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
     /// Its sessions in this run.
-    pub sessions: Vec<SessionReport>,
+    pub sessions: Vec<SessionStatus>,
+}
+
+/// What a reload did to one session.
+#[derive(Debug, Clone)]
+pub struct Reloaded {
+    pub server: String,
+    pub root: PathBuf,
+    pub outcome: ReloadOutcome,
+}
+
+/// How one session came out of a reload.
+#[derive(Debug, Clone)]
+pub enum ReloadOutcome {
+    /// It was not running: its crash count is cleared, and it starts on the next call that
+    /// needs it.
+    NotRunning,
+    /// It was stopped and started again.
+    Restarted {
+        pid: u32,
+        /// From the start of the new process until it was ready (or until the wait for it
+        /// gave up).
+        ready_after: Duration,
+        /// What it was still busy with when the wait gave up.
+        still_busy: Option<Busy>,
+    },
+    /// It was stopped, but did not start again.
+    Failed(Error),
 }
 
 impl Supervisor {
     /// A supervisor for a workspace (its canonical root) with this configuration; fails only
     /// when the configuration's server table is invalid. No server starts until a call needs
-    /// one (CORE-2).
-    pub fn new(workspace_root: impl Into<PathBuf>, config: ClientConfig) -> Result<Self> {
+    /// one (CORE-2). `on_busy` is told what a call waits for while its server is busy.
+    pub fn new(
+        workspace_root: impl Into<PathBuf>,
+        config: ClientConfig,
+        on_busy: OnBusy,
+    ) -> Result<Self> {
         let servers = crate::servers::table(&config)?
             .into_iter()
             .map(Arc::new)
@@ -196,6 +215,7 @@ impl Supervisor {
                     servers,
                     versions: VersionCache::default(),
                     server_nanos: Arc::new(AtomicU64::new(0)),
+                    on_busy,
                 }),
                 actor: OnceLock::new(),
                 reloads: AtomicU64::new(0),
@@ -236,38 +256,28 @@ impl Supervisor {
     }
 
     /// The server for a file, by extension.
-    pub fn route(&self, path: &Path, shown: &str) -> Result<Arc<ServerSpec>> {
+    pub fn route(&self, path: &Path) -> Result<Arc<ServerSpec>> {
         let context = self.context();
-        if let Some(spec) = context
+        match context
             .servers
             .iter()
             .find(|spec| spec.language_id(path).is_some())
         {
-            return Ok(Arc::clone(spec));
+            Some(spec) => Ok(Arc::clone(spec)),
+            None => Err(Error::NoServer {
+                path: path.to_path_buf(),
+                known: context.servers.clone(),
+            }),
         }
-        let known: Vec<String> = context
-            .servers
-            .iter()
-            .map(|spec| format!("{} ({})", spec.name, spec.extension_list()))
-            .collect();
-        Err(Error::Unusable(format!(
-            "no language server handles {shown}: the servers known here are {}; add one under \
-             [lsp.servers.NAME] in agent-tools.toml",
-            known.join(", ")
-        )))
     }
 
     /// The project root of `spec` for `path` (LSP-2: no marker, no server).
-    pub fn root(&self, spec: &ServerSpec, path: &Path, shown: &str) -> Result<PathBuf> {
+    pub fn root(&self, spec: &ServerSpec, path: &Path) -> Result<PathBuf> {
         let context = self.context();
-        root_for(spec, &context.workspace_root, path).ok_or_else(|| {
-            Error::Unusable(format!(
-                "{} is not usable for {shown}: none of its root markers ({}) was found beside \
-                 the file or in a folder above it inside the workspace, so it has no project \
-                 to work in; call `lsp` with operation `status` to see every server",
-                spec.name,
-                spec.markers.join(", ")
-            ))
+        root_for(spec, &context.workspace_root, path).ok_or_else(|| Error::NoRoot {
+            server: spec.name.clone(),
+            path: path.to_path_buf(),
+            markers: spec.markers.clone(),
         })
     }
 
@@ -295,75 +305,72 @@ impl Supervisor {
         answer.await.map_err(|_| Error::SupervisorGone)?
     }
 
-    /// Every running session's state.
-    pub async fn sessions(&self) -> Result<Vec<SessionReport>> {
+    /// Every session's state.
+    pub async fn sessions(&self) -> Result<Vec<SessionStatus>> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Snapshot { reply })?;
         answer.await.map_err(|_| Error::SupervisorGone)
     }
 
     /// Restarts the session for (server, root), or every session when `only` is `None`, and
-    /// clears their crash counts. Returns a line per session.
-    pub async fn reload(&self, only: Option<(Arc<ServerSpec>, PathBuf)>) -> Result<Vec<String>> {
+    /// clears their crash counts. Says what became of each.
+    pub async fn reload(&self, only: Option<(Arc<ServerSpec>, PathBuf)>) -> Result<Vec<Reloaded>> {
         self.inner.reloads.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         let key = only
             .as_ref()
             .map(|(spec, root)| (spec.name.clone(), root.clone()));
         self.send(Command::Reload { only: key, reply })?;
-        let reloaded = answer.await.map_err(|_| Error::SupervisorGone)?;
-        let mut lines = Vec::new();
+        let forgotten = answer.await.map_err(|_| Error::SupervisorGone)?;
+        let mut reloaded = Vec::new();
         let mut restart = Vec::new();
-        for item in reloaded {
-            let root_shown = self.context().shown(&item.root);
+        for item in forgotten {
             match item.session {
                 Some(session) => {
                     session.shutdown().await;
-                    restart.push((item.spec, item.root, root_shown));
+                    restart.push((item.spec, item.root));
                 }
-                None => lines.push(format!(
-                    "{} (root {root_shown}): not running; its crash count is cleared and it \
-                     starts on the next call that needs it",
-                    item.spec.name
-                )),
+                None => reloaded.push(Reloaded {
+                    server: item.spec.name.clone(),
+                    root: item.root,
+                    outcome: ReloadOutcome::NotRunning,
+                }),
             }
         }
-        // Asked for one server that never ran: start it, so `reload` always leaves it up.
+        // Asked for one server that never ran: start it, so a reload always leaves it up.
         if restart.is_empty()
-            && lines.is_empty()
+            && reloaded.is_empty()
             && let Some((spec, root)) = only
         {
-            let root_shown = self.context().shown(&root);
-            restart.push((spec, root, root_shown));
+            restart.push((spec, root));
         }
-        for (spec, root, root_shown) in restart {
-            let name = spec.name.clone();
-            match self.acquire(spec, root).await {
+        for (spec, root) in restart {
+            let server = spec.name.clone();
+            let outcome = match self.acquire(spec, root.clone()).await {
                 Ok(session) => {
-                    let note = session.wait_ready().await;
-                    let mut line = format!(
-                        "{name} (root {root_shown}): restarted, pid {}, ready after {:.1}s",
-                        session.pid(),
-                        session.started.elapsed().as_secs_f64()
-                    );
-                    if let Some(note) = note {
-                        line = format!("{name} (root {root_shown}): restarted; {note}");
+                    let still_busy = session.wait_ready().await;
+                    ReloadOutcome::Restarted {
+                        pid: session.pid(),
+                        ready_after: session.started.elapsed(),
+                        still_busy,
                     }
-                    lines.push(line);
                 }
-                Err(error) => lines.push(format!(
-                    "{name} (root {root_shown}): stopped, but did not start again: {error}"
-                )),
-            }
+                Err(error) => ReloadOutcome::Failed(error),
+            };
+            reloaded.push(Reloaded {
+                server,
+                root,
+                outcome,
+            });
         }
-        Ok(lines)
+        Ok(reloaded)
     }
 
-    /// Every server of the table, with its marker, binary, version and sessions (LSP-2).
-    pub async fn status(&self) -> Result<Vec<ServerReport>> {
+    /// Every server of the table, with its roots, binary, version and sessions (LSP-2).
+    pub async fn status(&self) -> Result<Vec<ServerStatus>> {
         let sessions = self.sessions().await?;
         let context = self.context();
-        let mut reports = Vec::new();
+        let mut servers = Vec::new();
         for spec in &context.servers {
             let roots = scan_roots(spec, &context.workspace_root);
             let probe_root = roots
@@ -371,40 +378,20 @@ impl Supervisor {
                 .cloned()
                 .unwrap_or_else(|| context.workspace_root.clone());
             let search = context.search_path(Some(&probe_root));
-            let binary = resolve_binary(spec, &search, &probe_root).await;
-            let (binary_path, version, binary_problem) = match &binary {
+            let (binary, version) = match resolve_binary(spec, &search, &probe_root).await {
                 Binary::Found {
                     path, candidate, ..
-                } => (
-                    Some(path.display().to_string()),
-                    context.versions.version(path, candidate).await,
-                    None,
-                ),
-                Binary::Missing { reason } => (None, None, Some(reason.clone())),
+                } => {
+                    let version = context.versions.version(&path, &candidate).await;
+                    (Ok(path), version)
+                }
+                Binary::Missing(missing) => (Err(missing), None),
             };
-            let marker_problem = roots.is_empty().then(|| {
-                format!(
-                    "no root marker: none of {} was found in the workspace root or up to {} \
-                     levels below it",
-                    spec.markers.join(", "),
-                    3
-                )
-            });
-            let problem = match (marker_problem, binary_problem) {
-                (None, None) => None,
-                (Some(marker), None) => Some(format!("{marker} (the binary is there)")),
-                (None, Some(binary)) => Some(format!("a project is here, but {binary}")),
-                (Some(marker), Some(binary)) => Some(format!("{marker}; and {binary}")),
-            };
-            reports.push(ServerReport {
-                server: spec.name.clone(),
-                extensions: spec.extension_list(),
-                usable: problem.is_none(),
-                roots: roots.iter().map(|root| context.shown(root)).collect(),
-                markers: spec.markers.clone(),
-                binary: binary_path,
+            servers.push(ServerStatus {
+                spec: Arc::clone(spec),
+                roots,
+                binary,
                 version,
-                problem,
                 sessions: sessions
                     .iter()
                     .filter(|session| session.server == spec.name)
@@ -412,6 +399,6 @@ impl Supervisor {
                     .collect(),
             });
         }
-        Ok(reports)
+        Ok(servers)
     }
 }

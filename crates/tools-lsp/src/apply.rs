@@ -60,8 +60,7 @@ pub(crate) async fn apply_edit(
     let planned = {
         let workspace = workspace.clone();
         tokio::task::spawn_blocking(move || {
-            let confine =
-                |path: &std::path::Path| workspace.confine(path).map_err(|error| error.to_string());
+            let confine = |path: &std::path::Path| workspace.confine(path);
             let read = |path: &std::path::Path| {
                 if let Some(text) = open.get(path) {
                     return Some(text.to_string());

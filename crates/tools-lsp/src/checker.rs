@@ -45,18 +45,47 @@ pub(crate) struct CheckRun {
 /// is tens of MiB at most; past this the rest is counted and dropped.
 const MAX_OUTPUT: usize = 64 << 20;
 
+/// Why a project checker did not run. Each message is one of the reasons a project check
+/// lists for the roots it skipped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CheckerError {
+    #[error("{server} has no project checker; ask `diagnostics` for single files instead")]
+    NoChecker { server: String },
+    #[error(
+        "the project checker of {server} was not found: looked for {} in the project's tool \
+         folders and PATH; install it, or set `checker` under [lsp.servers.{server}]",
+        programs.join(", ")
+    )]
+    NotFound {
+        server: String,
+        /// The programs looked for, each in backticks.
+        programs: Vec<String>,
+    },
+    #[error(
+        "`{command}` did not finish within {seconds}s and was stopped; raise \
+         checker_timeout_seconds under [lsp] if the project needs longer"
+    )]
+    Timeout { command: String, seconds: u64 },
+    #[error("cannot run `{command}` in {}: {source}", root.display())]
+    Run {
+        command: String,
+        root: PathBuf,
+        #[source]
+        source: tools_process::Error,
+    },
+}
+
 /// Runs the checker of `spec` in `root` and reads its findings.
 pub(crate) async fn run(
     spec: &ServerSpec,
     root: &Path,
     search: &SearchPath,
     timeout: Duration,
-) -> Result<CheckRun, String> {
+) -> Result<CheckRun, CheckerError> {
     let Some(checker) = &spec.checker else {
-        return Err(format!(
-            "{} has no project checker; ask `diagnostics` for single files instead",
-            spec.name
-        ));
+        return Err(CheckerError::NoChecker {
+            server: spec.name.clone(),
+        });
     };
     let found = checker.candidates.iter().find_map(|argv| {
         let (program, args) = argv.split_first()?;
@@ -65,18 +94,14 @@ pub(crate) async fn run(
             .map(|path| (path, args.to_vec(), argv.join(" ")))
     });
     let Some((program, args, command_line)) = found else {
-        let names: Vec<String> = checker
-            .candidates
-            .iter()
-            .filter_map(|argv| argv.first().map(|p| format!("`{p}`")))
-            .collect();
-        return Err(format!(
-            "the project checker of {} was not found: looked for {} in the project's tool \
-             folders and PATH; install it, or set `checker` under [lsp.servers.{}]",
-            spec.name,
-            names.join(", "),
-            spec.name
-        ));
+        return Err(CheckerError::NotFound {
+            server: spec.name.clone(),
+            programs: checker
+                .candidates
+                .iter()
+                .filter_map(|argv| argv.first().map(|p| format!("`{p}`")))
+                .collect(),
+        });
     };
     // Compilers start children of their own (rustc under cargo, node workers): the run
     // owns the whole group, kills it at the timeout or when the call is dropped, and keeps a
@@ -89,17 +114,17 @@ pub(crate) async fn run(
     let output = match run_to_end(&command, None, limits).await {
         Ok(output) => output,
         Err(tools_process::Error::Timeout { .. }) => {
-            return Err(format!(
-                "`{command_line}` did not finish within {}s and was stopped; raise \
-                 checker_timeout_seconds under [lsp] if the project needs longer",
-                timeout.as_secs()
-            ));
+            return Err(CheckerError::Timeout {
+                command: command_line,
+                seconds: timeout.as_secs(),
+            });
         }
-        Err(error) => {
-            return Err(format!(
-                "cannot run `{command_line}` in {}: {error}",
-                root.display()
-            ));
+        Err(source) => {
+            return Err(CheckerError::Run {
+                command: command_line,
+                root: root.to_path_buf(),
+                source,
+            });
         }
     };
     let mut notes = Vec::new();

@@ -10,9 +10,38 @@ use std::path::{Path, PathBuf};
 use async_lsp::lsp_types::{
     DocumentChangeOperation, DocumentChanges, OneOf, ResourceOp, TextEdit, Url, WorkspaceEdit,
 };
-use tools_core::{Change, Expect, FileChange};
+use tools_core::{Change, Expect, FileChange, ToolError};
 
 use crate::position::{Encoding, offset};
+
+/// Why a server's edit cannot be applied as a whole; the caller says that nothing was
+/// changed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    #[error("the edit names {uri}, which is not a file")]
+    NotAFile { uri: Url },
+    /// A path the edit names leads outside the workspace.
+    #[error(transparent)]
+    Outside(ToolError),
+    #[error("the edit creates {}, which exists", path.display())]
+    CreatesExisting { path: PathBuf },
+    #[error("the edit renames {}, which does not exist", path.display())]
+    RenamesMissing { path: PathBuf },
+    #[error("the edit renames the folder {}; only file renames are supported", path.display())]
+    RenamesFolder { path: PathBuf },
+    #[error("the edit renames onto {}, which exists", path.display())]
+    RenamesOnto { path: PathBuf },
+    #[error("the edit deletes the folder {}; only files can be deleted", path.display())]
+    DeletesFolder { path: PathBuf },
+    #[error("the edit deletes {}, which does not exist", path.display())]
+    DeletesMissing { path: PathBuf },
+    #[error("the edit changes {}, which does not exist", path.display())]
+    ChangesMissing { path: PathBuf },
+    #[error("the edit has overlapping changes in {}", path.display())]
+    Overlapping { path: PathBuf },
+    #[error("the edit has a backwards range in {}", path.display())]
+    Backwards { path: PathBuf },
+}
 
 /// One file in a planned edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +66,7 @@ pub(crate) struct Plan {
 /// The files as the edit sees them while it is applied in order.
 struct Files<'a> {
     read: &'a dyn Fn(&Path) -> Option<String>,
-    confine: &'a dyn Fn(&Path) -> Result<PathBuf, String>,
+    confine: &'a dyn Fn(&Path) -> Result<PathBuf, ToolError>,
     original: BTreeMap<PathBuf, Option<String>>,
     current: BTreeMap<PathBuf, Option<String>>,
     edits: BTreeMap<PathBuf, usize>,
@@ -64,11 +93,11 @@ impl Files<'_> {
 
 impl Files<'_> {
     /// The file a URI names, resolved and confined to the workspace.
-    fn path(&self, uri: &Url) -> Result<PathBuf, String> {
+    fn path(&self, uri: &Url) -> Result<PathBuf, PlanError> {
         let path = uri
             .to_file_path()
-            .map_err(|()| format!("the edit names {uri}, which is not a file"))?;
-        (self.confine)(&path)
+            .map_err(|()| PlanError::NotAFile { uri: uri.clone() })?;
+        (self.confine)(&path).map_err(PlanError::Outside)
     }
 }
 
@@ -78,9 +107,9 @@ impl Files<'_> {
 pub(crate) fn plan(
     edit: WorkspaceEdit,
     encoding: Encoding,
-    confine: &dyn Fn(&Path) -> Result<PathBuf, String>,
+    confine: &dyn Fn(&Path) -> Result<PathBuf, ToolError>,
     read: &dyn Fn(&Path) -> Option<String>,
-) -> Result<Plan, String> {
+) -> Result<Plan, PlanError> {
     let mut files = Files {
         read,
         confine,
@@ -125,10 +154,7 @@ pub(crate) fn plan(
                                 continue;
                             }
                             if overwrite != Some(true) {
-                                return Err(format!(
-                                    "the edit creates {}, which exists",
-                                    path.display()
-                                ));
+                                return Err(PlanError::CreatesExisting { path });
                             }
                         }
                         files.set(&path, Some(String::new()));
@@ -137,16 +163,10 @@ pub(crate) fn plan(
                         let old = files.path(&rename.old_uri)?;
                         let new = files.path(&rename.new_uri)?;
                         let Some(text) = files.load(&old) else {
-                            return Err(format!(
-                                "the edit renames {}, which does not exist",
-                                old.display()
-                            ));
+                            return Err(PlanError::RenamesMissing { path: old });
                         };
                         if old.is_dir() {
-                            return Err(format!(
-                                "the edit renames the folder {}; only file renames are supported",
-                                old.display()
-                            ));
+                            return Err(PlanError::RenamesFolder { path: old });
                         }
                         let (overwrite, ignore_if_exists) = rename
                             .options
@@ -156,10 +176,7 @@ pub(crate) fn plan(
                             if ignore_if_exists == Some(true) {
                                 continue;
                             }
-                            return Err(format!(
-                                "the edit renames onto {}, which exists",
-                                new.display()
-                            ));
+                            return Err(PlanError::RenamesOnto { path: new });
                         }
                         files.set(&old, None);
                         files.set(&new, Some(text));
@@ -171,19 +188,13 @@ pub(crate) fn plan(
                     DocumentChangeOperation::Op(ResourceOp::Delete(delete)) => {
                         let path = files.path(&delete.uri)?;
                         if path.is_dir() {
-                            return Err(format!(
-                                "the edit deletes the folder {}; only files can be deleted",
-                                path.display()
-                            ));
+                            return Err(PlanError::DeletesFolder { path });
                         }
                         if files.load(&path).is_none() {
                             if delete.options.and_then(|o| o.ignore_if_not_exists) == Some(true) {
                                 continue;
                             }
-                            return Err(format!(
-                                "the edit deletes {}, which does not exist",
-                                path.display()
-                            ));
+                            return Err(PlanError::DeletesMissing { path });
                         }
                         files.set(&path, None);
                     }
@@ -263,12 +274,11 @@ fn apply_text_edits(
     path: &Path,
     edits: impl Iterator<Item = TextEdit>,
     encoding: Encoding,
-) -> Result<(), String> {
+) -> Result<(), PlanError> {
     let Some(mut text) = files.load(path) else {
-        return Err(format!(
-            "the edit changes {}, which does not exist",
-            path.display()
-        ));
+        return Err(PlanError::ChangesMissing {
+            path: path.to_path_buf(),
+        });
     };
     let mut spans: Vec<(usize, usize, usize, String)> = edits
         .enumerate()
@@ -286,10 +296,9 @@ fn apply_text_edits(
     spans.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
     for pair in spans.windows(2) {
         if pair[1].1 > pair[0].0 {
-            return Err(format!(
-                "the edit has overlapping changes in {}",
-                path.display()
-            ));
+            return Err(PlanError::Overlapping {
+                path: path.to_path_buf(),
+            });
         }
     }
     let count = spans.len();
@@ -298,10 +307,9 @@ fn apply_text_edits(
     }
     for (start, end, _, new_text) in spans {
         if start > end {
-            return Err(format!(
-                "the edit has a backwards range in {}",
-                path.display()
-            ));
+            return Err(PlanError::Backwards {
+                path: path.to_path_buf(),
+            });
         }
         text.replace_range(start..end, &new_text);
     }
@@ -343,10 +351,13 @@ mod tests {
         Url::from_file_path(path).unwrap()
     }
 
-    fn confine(path: &Path) -> Result<PathBuf, String> {
+    fn confine(path: &Path) -> Result<PathBuf, ToolError> {
         match path.starts_with("/ws") {
             true => Ok(path.to_path_buf()),
-            false => Err(format!("{} is outside the workspace", path.display())),
+            false => Err(ToolError::failed(format!(
+                "{} is outside the workspace",
+                path.display()
+            ))),
         }
     }
 
@@ -477,7 +488,9 @@ mod tests {
         let mut outside = HashMap::new();
         outside.insert(uri("/elsewhere/x.rs"), vec![edit(0, 0, 1, "z")]);
         assert_eq!(
-            plan(WorkspaceEdit::new(outside), Encoding::Utf8, &confine, &read).unwrap_err(),
+            plan(WorkspaceEdit::new(outside), Encoding::Utf8, &confine, &read)
+                .unwrap_err()
+                .to_string(),
             "/elsewhere/x.rs is outside the workspace"
         );
         let mut overlapping = HashMap::new();
@@ -493,6 +506,7 @@ mod tests {
                 &read
             )
             .unwrap_err()
+            .to_string()
             .starts_with("the edit has overlapping changes")
         );
     }

@@ -10,7 +10,6 @@ mod config;
 mod edit;
 mod error;
 mod family;
-mod includes;
 mod leftovers;
 mod lsp;
 mod lsp_code_action;
@@ -18,8 +17,6 @@ mod lsp_rename;
 mod on_write;
 mod position;
 mod render;
-mod report;
-mod reported;
 mod select;
 mod stubs;
 mod supervisor;
@@ -29,7 +26,8 @@ pub use crate::{
     error::{Error, Result},
     leftovers::{Leftover, LeftoverKind},
     lsp::{
-        ActionItem, DiagnosticItem, Lsp, LspInput, LspOutput, Operation, SeverityFilter, SymbolItem,
+        ActionItem, DiagnosticItem, Lsp, LspInput, LspOutput, Operation, ServerReport,
+        SessionReport, SeverityFilter, SymbolItem,
     },
     lsp_code_action::{LspCodeAction, LspCodeActionInput, LspCodeActionOutput},
     lsp_rename::{LspRename, LspRenameInput, LspRenameOutput, RenamedFile},
@@ -40,9 +38,9 @@ pub use crate::{
 
 pub use crate::family::LspFamily;
 
-// The server table's configuration and the status reports belong to the client machinery;
-// the umbrella and the config file name them through this crate.
-pub use tools_lsp_client::{CheckerFormat, ServerOverride, ServerReport, SessionReport};
+// The server table's configuration belongs to the client machinery; the umbrella and the
+// config file name it through this crate.
+pub use tools_lsp_client::{CheckerFormat, ServerOverride};
 
 use std::sync::Arc;
 

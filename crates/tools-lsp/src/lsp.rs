@@ -10,6 +10,7 @@ mod answer;
 mod ask;
 mod diagnose;
 mod request;
+mod status;
 mod symbols;
 mod view;
 
@@ -20,9 +21,9 @@ use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace};
 use self::answer::LspAnswer;
 pub(crate) use self::ask::actions_at;
 use self::request::LspRequest;
+pub use self::status::{ServerReport, SessionReport};
 use crate::render::Place;
 use crate::supervisor::LspSupervisor;
-use tools_lsp_client::ServerReport;
 
 /// Ask the project's language server: definitions, types, implementations, references,
 /// hover (signature, docs), outlines, symbol search, quick fixes, errors.
@@ -252,32 +253,13 @@ impl Lsp {
                 self.check_project(workspace, &prefix, page, severity)
                     .await?,
             ),
-            LspRequest::Status => LspAnswer::Status(
-                self.supervisor.client().status().await?,
-                tools_process::containment(),
-            ),
+            LspRequest::Status => {
+                LspAnswer::Status(self.status(workspace).await?, tools_process::containment())
+            }
             LspRequest::Reload { file } => {
                 LspAnswer::Reload(self.reload(workspace, file.as_deref()).await?)
             }
         })
-    }
-
-    async fn reload(
-        &self,
-        workspace: &Workspace,
-        file: Option<&str>,
-    ) -> Result<Vec<String>, ToolError> {
-        let only = match file {
-            Some(file) => {
-                let path = workspace.resolve(file)?;
-                let shown = workspace.display(&path);
-                let spec = self.supervisor.client().route(&path, &shown)?;
-                let root = self.supervisor.client().root(&spec, &path, &shown)?;
-                Some((spec, root))
-            }
-            None => None,
-        };
-        Ok(self.supervisor.client().reload(only).await?)
     }
 }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace, Writes};
 
 use crate::apply::{RenamedFile, apply_edit};
+use crate::error::ForModel;
 use crate::lsp::actions_at;
 use crate::render::plural;
 use crate::supervisor::LspSupervisor;
@@ -122,7 +123,7 @@ impl Tool for LspCodeAction {
         let session = &opened.session;
         let server = session.spec.name.clone();
         let here = format!("{}:{}", opened.shown, target.line + 1);
-        let offered = actions_at(&opened, &target).await?;
+        let offered = actions_at(&opened, &target).await.for_model(workspace)?;
         let titles: Vec<&str> = offered.iter().map(title).collect();
         let chosen = choose(&titles, wanted).map_err(|problem| {
             let listed = match titles.is_empty() {
@@ -242,9 +243,18 @@ fn resolves(provider: Option<&CodeActionProviderCapability>) -> bool {
     )
 }
 
+/// Why `wanted` names no one action; the caller adds the titles on offer.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum Unchosen {
+    #[error("no code action is titled \"{wanted}\"")]
+    NoTitle { wanted: String },
+    #[error("\"{wanted}\" is part of {count} titles; give one whole")]
+    Several { wanted: String, count: usize },
+}
+
 /// The index of the action `wanted` names: the title itself, then ignoring case, then the
 /// one title that contains it.
-fn choose(titles: &[&str], wanted: &str) -> Result<usize, String> {
+fn choose(titles: &[&str], wanted: &str) -> Result<usize, Unchosen> {
     if let Some(index) = titles.iter().position(|t| t.trim() == wanted) {
         return Ok(index);
     }
@@ -260,11 +270,13 @@ fn choose(titles: &[&str], wanted: &str) -> Result<usize, String> {
         .collect();
     match containing.as_slice() {
         [index] => Ok(*index),
-        [] => Err(format!("no code action is titled \"{wanted}\"")),
-        several => Err(format!(
-            "\"{wanted}\" is part of {} titles; give one whole",
-            several.len()
-        )),
+        [] => Err(Unchosen::NoTitle {
+            wanted: wanted.to_owned(),
+        }),
+        several => Err(Unchosen::Several {
+            wanted: wanted.to_owned(),
+            count: several.len(),
+        }),
     }
 }
 
@@ -283,12 +295,12 @@ mod tests {
         assert_eq!(choose(&titles, "remove unused variable"), Ok(2));
         assert_eq!(choose(&titles, "BTree"), Ok(1));
         assert_eq!(
-            choose(&titles, "Import"),
-            Err("\"Import\" is part of 2 titles; give one whole".to_owned())
+            choose(&titles, "Import").unwrap_err().to_string(),
+            "\"Import\" is part of 2 titles; give one whole"
         );
         assert_eq!(
-            choose(&titles, "Inline"),
-            Err("no code action is titled \"Inline\"".to_owned())
+            choose(&titles, "Inline").unwrap_err().to_string(),
+            "no code action is titled \"Inline\""
         );
     }
 }

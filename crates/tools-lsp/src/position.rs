@@ -3,6 +3,7 @@
 //! `Encoding`).
 
 use async_lsp::lsp_types::{Position, Range};
+use tools_core::ToolError;
 
 // The conversions on the wire are the client's; the tools name them from here.
 pub(crate) use tools_lsp_client::{Encoding, lines, offset};
@@ -71,7 +72,7 @@ pub(crate) fn locate(
     symbol: &str,
     occurrence: Option<u32>,
     shown: &str,
-) -> Result<Target, String> {
+) -> Result<Target, ToolError> {
     let all = lines(text);
     let count = if text.ends_with('\n') {
         all.len() - 1
@@ -79,18 +80,18 @@ pub(crate) fn locate(
         all.len()
     };
     if line == 0 || line as usize > count {
-        return Err(format!(
+        return Err(ToolError::failed(format!(
             "line {line} is outside {shown}, which has {count} lines; lines are 1-based"
-        ));
+        )));
     }
     let line_text = all[line as usize - 1];
     let symbol_trimmed = symbol.trim();
     if symbol_trimmed.is_empty() {
-        return Err(format!(
+        return Err(ToolError::failed(format!(
             "`symbol` is empty: give the identifier on line {line} of {shown} to ask about; \
              the line is `{}`",
             line_text.trim()
-        ));
+        )));
     }
     let starts: Vec<usize> = line_text
         .match_indices(symbol_trimmed)
@@ -115,14 +116,14 @@ pub(crate) fn locate(
                 elsewhere.join(", ")
             ));
         }
-        return Err(message);
+        return Err(ToolError::failed(message));
     }
     let (aim_start, aim_end) = aim(symbol_trimmed).ok_or_else(|| {
-        format!(
+        ToolError::failed(format!(
             "`{symbol_trimmed}` holds no identifier to ask about; give a name that occurs on \
              line {line} of {shown}: `{}`",
             line_text.trim()
-        )
+        ))
     })?;
     let whole: Vec<usize> = starts
         .iter()
@@ -140,13 +141,13 @@ pub(crate) fn locate(
     let candidates = if partial { starts } else { whole };
     let chosen = occurrence.unwrap_or(1);
     if chosen == 0 || chosen as usize > candidates.len() {
-        return Err(format!(
+        return Err(ToolError::failed(format!(
             "`occurrence` is {chosen}, but `{symbol_trimmed}` occurs {} time{} on line {line} of \
              {shown}: `{}`; occurrences are numbered from 1",
             candidates.len(),
             if candidates.len() == 1 { "" } else { "s" },
             line_text.trim()
-        ));
+        )));
     }
     let start = candidates[chosen as usize - 1];
     let inside = partial.then(|| {
@@ -220,6 +221,7 @@ mod tests {
     ) -> Result<(u32, usize, String, Option<String>), String> {
         locate(FILE, line, symbol, occurrence, "src/main.rs")
             .map(|t| (t.line, t.start, t.aimed.clone(), t.note(symbol)))
+            .map_err(|error| error.to_string())
     }
 
     #[test]
@@ -275,7 +277,9 @@ mod tests {
         let second = locate(text, 1, "f", Some(2), "a.rs").unwrap();
         assert_eq!(second.start, 15);
         assert_eq!(
-            locate(text, 1, "f", Some(3), "a.rs").unwrap_err(),
+            locate(text, 1, "f", Some(3), "a.rs")
+                .unwrap_err()
+                .to_string(),
             "`occurrence` is 3, but `f` occurs 2 times on line 1 of a.rs: `let a = f(x) + f(y);`; occurrences are numbered from 1"
         );
     }

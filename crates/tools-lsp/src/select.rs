@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use tools_core::ToolError;
+
 /// The largest `max_results` any list takes.
 pub(crate) const MAX_RESULTS: usize = 1000;
 
@@ -24,15 +26,19 @@ impl Page {
         max_results: Option<u32>,
         offset: Option<u32>,
         default: usize,
-    ) -> Result<Page, String> {
+    ) -> Result<Page, ToolError> {
         let max = match max_results {
             None => default,
-            Some(0) => return Err("`max_results` is 0: ask for at least one".into()),
+            Some(0) => {
+                return Err(ToolError::failed(
+                    "`max_results` is 0: ask for at least one",
+                ));
+            }
             Some(n) if n as usize > MAX_RESULTS => {
-                return Err(format!(
+                return Err(ToolError::failed(format!(
                     "`max_results` is {n}; the most one answer lists is {MAX_RESULTS} — page \
                      through longer lists with `offset`"
-                ));
+                )));
             }
             Some(n) => n as usize,
         };
@@ -96,14 +102,34 @@ pub(crate) fn per_file_counts(keys: &[&str]) -> String {
         .join(", ")
 }
 
+/// How the items of a page were picked from a longer list, which its note says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// A slice of the list, in its order.
+    InOrder,
+    /// A first page spread across the files of the list ([`page_indices`]).
+    SpreadAcrossFiles,
+}
+
+impl Page {
+    /// How [`page_indices`] picks this page from `total` items in `files` files, as its note
+    /// says it: a first page of a longer list over several files is spread across them.
+    pub(crate) fn layout(&self, total: usize, files: usize) -> Layout {
+        match !self.paging && total > self.max && files > 1 {
+            true => Layout::SpreadAcrossFiles,
+            false => Layout::InOrder,
+        }
+    }
+}
+
 /// The note under a page of a longer list.
-pub(crate) fn page_note(shown: usize, total: usize, page: Page, spread: bool) -> Option<String> {
+pub(crate) fn page_note(shown: usize, total: usize, page: Page, layout: Layout) -> Option<String> {
     if shown >= total {
         return None;
     }
     let next = page.offset + shown;
-    Some(match (page.paging, spread) {
-        (false, true) => format!(
+    Some(match (page.paging, layout) {
+        (false, Layout::SpreadAcrossFiles) => format!(
             "(showing {shown} of {total}, spread across files; pass `offset` to page through \
              all of them in path order, `max_results` (up to {MAX_RESULTS}) for more per page)"
         ),
@@ -175,7 +201,7 @@ mod tests {
         assert_eq!(files, ["a.rs", "a.rs", "b.rs", "b.rs", "c.rs"]);
         assert_eq!(per_file_counts(&keys), "a.rs: 6, b.rs: 2, c.rs: 1");
         assert_eq!(
-            page_note(5, 9, page(5), true).unwrap(),
+            page_note(5, 9, page(5), Layout::SpreadAcrossFiles).unwrap(),
             "(showing 5 of 9, spread across files; pass `offset` to page through all of them \
              in path order, `max_results` (up to 1000) for more per page)"
         );
@@ -191,12 +217,13 @@ mod tests {
         };
         assert_eq!(page_indices(&keys, second), [2, 3]);
         assert_eq!(
-            page_note(2, 5, second, false).unwrap(),
+            page_note(2, 5, second, Layout::InOrder).unwrap(),
             "(showing 3 to 4 of 5; `offset: 4` shows the next ones)"
         );
         assert!(
             Page::new(Some(5000), None, 50)
                 .unwrap_err()
+                .to_string()
                 .contains("1000")
         );
         assert!(Page::new(Some(0), None, 50).is_err());

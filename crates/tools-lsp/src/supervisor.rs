@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_lsp::lsp_types::{Position, TextDocumentIdentifier, TextDocumentPositionParams};
-use tools_core::{ToolError, Workspace};
-use tools_lsp_client::{Session, Supervisor, Synced};
+use tools_core::{CallContext, ToolError, Workspace};
+use tools_lsp_client::{Busy, Session, Supervisor, Synced};
 
 use crate::Result;
 use crate::config::LspConfig;
+use crate::error::ForModel;
 use crate::position::{Target, lines, locate};
 
 /// The run's language servers. Clone it freely; the servers stop when the last clone is
@@ -41,7 +42,7 @@ impl LspSupervisor {
     /// when the configuration is invalid. No server starts until a call needs one (CORE-2).
     pub fn new(workspace_root: impl Into<PathBuf>, config: LspConfig) -> Result<Self> {
         config.validate()?;
-        let client = Supervisor::new(workspace_root, config.client())?;
+        let client = Supervisor::new(workspace_root, config.client(), Arc::new(report_busy))?;
         Ok(LspSupervisor {
             client,
             config: Arc::new(config),
@@ -85,8 +86,7 @@ impl LspSupervisor {
         self.check_target(workspace, file, line, symbol, occurrence)
             .await?;
         let opened = self.open(workspace, file).await?;
-        let target = locate(&opened.synced.text, line, symbol, occurrence, &opened.shown)
-            .map_err(ToolError::failed)?;
+        let target = locate(&opened.synced.text, line, symbol, occurrence, &opened.shown)?;
         let line_text = lines(&opened.synced.text)
             .get(target.line as usize)
             .copied()
@@ -116,8 +116,8 @@ impl LspSupervisor {
     ) -> std::result::Result<(), ToolError> {
         let path = workspace.resolve(file)?;
         let shown = workspace.display(&path);
-        let spec = self.client.route(&path, &shown)?;
-        self.client.root(&spec, &path, &shown)?;
+        let spec = self.client.route(&path).for_model(workspace)?;
+        self.client.root(&spec, &path).for_model(workspace)?;
         let (symbol, read_path) = (symbol.to_owned(), path.clone());
         let text = tokio::task::spawn_blocking(move || tools_core::read_regular(&read_path))
             .await
@@ -138,9 +138,7 @@ impl LspSupervisor {
             }
             Err(error) => return Err(ToolError::failed(format!("cannot read {shown}: {error}"))),
         };
-        locate(&text, line, &symbol, occurrence, &shown)
-            .map(|_| ())
-            .map_err(ToolError::failed)
+        locate(&text, line, &symbol, occurrence, &shown).map(|_| ())
     }
 
     /// Resolves a `file` argument, starts its server if needed, waits for it to be ready,
@@ -162,9 +160,9 @@ impl LspSupervisor {
                 "{shown} does not exist; check the path (it is relative to the workspace root)"
             )));
         }
-        let spec = self.client.route(&path, &shown)?;
-        let root = self.client.root(&spec, &path, &shown)?;
-        let session = self.client.acquire(spec, root).await?;
+        let spec = self.client.route(&path).for_model(workspace)?;
+        let root = self.client.root(&spec, &path).for_model(workspace)?;
+        let session = self.client.acquire(spec, root).await.for_model(workspace)?;
         session.rescan_disk().await;
         session.resync_open().await;
         let publishes_before = async_lsp::lsp_types::Url::from_file_path(&path)
@@ -173,8 +171,14 @@ impl LspSupervisor {
         let synced = session
             .sync(&path)
             .await
-            .map_err(|message| ToolError::failed(format!("{message}; nothing was asked")))?;
-        let notes = session.wait_ready().await.into_iter().collect();
+            .map_err(|error| ToolError::failed(format!("{error}; nothing was asked")))?;
+        let notes = session
+            .wait_ready()
+            .await
+            .as_ref()
+            .map(still_busy)
+            .into_iter()
+            .collect();
         Ok(Opened {
             session,
             path,
@@ -183,6 +187,30 @@ impl LspSupervisor {
             publishes_before,
             notes,
         })
+    }
+}
+
+/// The note an answer carries when its server was still busy after the wait for it.
+pub(crate) fn still_busy(busy: &Busy) -> String {
+    format!(
+        "{} was still busy after {}s ({}); this answer may be incomplete — ask again in a while",
+        busy.server,
+        busy.waited.as_secs(),
+        busy.what
+    )
+}
+
+/// The progress of a call that waits for a busy server: what it waits for, and how long it
+/// has waited. It runs in the waiting call's task, whose context takes the report.
+fn report_busy(busy: &Busy) {
+    if let Some(context) = CallContext::current() {
+        context.progress(format!(
+            "waiting for {} in {}: {} ({}s)",
+            busy.server,
+            context.workspace().display(&busy.root),
+            busy.what,
+            busy.waited.as_secs()
+        ));
     }
 }
 

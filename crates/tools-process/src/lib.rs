@@ -7,6 +7,9 @@
 //! reaps the grandchildren that outlive their parents. Around that: a stderr tail kept for
 //! messages, a run-to-end helper with a timeout and an output cap, binary resolution over a
 //! search path, root-marker discovery, and idle CPU priority for a run's background threads.
+//! Beside them, one piece every crate needs that is not about processes: reading a file that
+//! must be a regular one without blocking on a named pipe ([`read_regular`]), kept here so
+//! that a leaf below tools-core can use it.
 //!
 //! **Architecture invariant:** this crate is a leaf — it depends on no crate of ours — and
 //! nothing else in the workspace spawns a process by itself.
@@ -15,6 +18,7 @@ mod child;
 mod command;
 mod contain;
 mod error;
+mod files;
 mod priority;
 mod procfs;
 mod reaper;
@@ -30,6 +34,7 @@ pub use crate::{
     command::{Command, DEFAULT_GRACE, Input, Output, Sandbox},
     contain::{Containment, NO_CONTAINMENT_ENV, containment},
     error::{Error, Result},
+    files::{read_regular, read_regular_with_metadata},
     priority::{Priority, idle_priority},
     procfs::{ProcessInfo, list_processes, process_env_var, process_info},
     reaper::{OrphanReaper, become_subreaper, reap_orphans, spawn_orphan_reaper},

@@ -1,57 +1,10 @@
-//! The file work under a commit: reading a file that must be a regular one without blocking
-//! on a special one, staging bytes in a temp file beside their target, putting old bytes
-//! back, and the fault injection the rollback tests use.
+//! The file work under a commit: staging bytes in a temp file beside their target, putting
+//! old bytes back, and the fault injection the rollback tests use. Reading a file that must
+//! be a regular one is tools-process's `read_regular`, which every crate may use.
 
 use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-
-/// Reads a file that must be a regular one, never blocking on a special one: it is opened
-/// non-blocking (opening a named pipe would otherwise wait for a writer), checked on the open
-/// handle, then read. A folder, pipe, socket or device is an `InvalidInput` error saying what
-/// it is. Every tool reads files through this or [`Workspace::read`].
-pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    read_regular_with_metadata(path).map(|(bytes, _)| bytes)
-}
-
-/// [`read_regular`], with the file's metadata as the open handle had it before the read (a
-/// cache keyed by it notices a write that raced the read the next time it looks).
-pub fn read_regular_with_metadata(path: &Path) -> std::io::Result<(Vec<u8>, std::fs::Metadata)> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(path)?;
-    let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        let kind = kind_of(&metadata.file_type());
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{} is {kind}, not a regular file", path.display()),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
-    Ok((bytes, metadata))
-}
-
-/// Linux's `O_NONBLOCK`.
-const O_NONBLOCK: i32 = 0o4000;
-
-pub(super) fn kind_of(file_type: &std::fs::FileType) -> &'static str {
-    if file_type.is_dir() {
-        "a folder"
-    } else if file_type.is_fifo() {
-        "a named pipe (FIFO)"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_block_device() || file_type.is_char_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
-}
 
 /// What a path is when it is neither a regular file nor a folder; `None` for those and for
 /// paths that do not exist.

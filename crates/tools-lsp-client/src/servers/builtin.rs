@@ -177,7 +177,7 @@ impl From<Entry> for ServerSpec {
                 ReachEntry::Importers => Reach::Importers,
                 ReachEntry::Includers => Reach::Includers,
             },
-            install_hint: entry.install_hint,
+            install_hint: Some(entry.install_hint),
         }
     }
 }
@@ -258,7 +258,12 @@ mod tests {
             if let Readiness::Logged(text) = &spec.readiness {
                 assert!(!text.is_empty(), "{name}: an empty readiness line");
             }
-            assert!(!spec.install_hint.is_empty(), "{name} has no install hint");
+            assert!(
+                spec.install_hint
+                    .as_ref()
+                    .is_some_and(|hint| !hint.is_empty()),
+                "{name} has no install hint"
+            );
         }
     }
 

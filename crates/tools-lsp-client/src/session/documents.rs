@@ -19,6 +19,7 @@ use async_lsp::lsp_types::{
 };
 
 use crate::servers::ServerSpec;
+use crate::{Error, Result};
 
 use super::{OpenDocument, Session, Synced};
 
@@ -59,7 +60,7 @@ impl Session {
 
     /// Makes the server's view of `path` equal to the disk: opens it, or sends the new text
     /// when it changed since we last sent it.
-    pub async fn sync(&self, path: &Path) -> std::result::Result<Synced, String> {
+    pub async fn sync(&self, path: &Path) -> Result<Synced> {
         let mut documents = self.documents.lock().await;
         self.sync_locked(&mut documents, path)
     }
@@ -67,7 +68,7 @@ impl Session {
     /// Sends the server `text` for `path` in place of what the disk holds (the text a file
     /// had before a write, for the LSP-7 baseline). The next [`Session::sync`] sends the disk
     /// again.
-    pub async fn sync_text(&self, path: &Path, text: &str) -> std::result::Result<Synced, String> {
+    pub async fn sync_text(&self, path: &Path, text: &str) -> Result<Synced> {
         let mut documents = self.documents.lock().await;
         self.send_text(&mut documents, path, text.into(), None)
     }
@@ -76,9 +77,8 @@ impl Session {
         &self,
         documents: &mut HashMap<PathBuf, OpenDocument>,
         path: &Path,
-    ) -> std::result::Result<Synced, String> {
-        let uri = Url::from_file_path(path)
-            .map_err(|()| format!("{} is not an absolute path", path.display()))?;
+    ) -> Result<Synced> {
+        let uri = document_uri(path)?;
         let stamp = stamp(path);
         if let Some(open) = documents.get(path)
             && trusted(open.stamp, stamp)
@@ -90,9 +90,11 @@ impl Session {
                 version: open.version,
             });
         }
-        let text: Arc<str> = match tools_core::read_regular(path) {
+        let text: Arc<str> = match tools_process::read_regular(path) {
             Ok(bytes) => String::from_utf8(bytes)
-                .map_err(|_| format!("{} is not UTF-8 text", path.display()))?
+                .map_err(|_| Error::NotUtf8 {
+                    path: path.to_path_buf(),
+                })?
                 .into(),
             Err(error) => {
                 if documents.remove(path).is_some() {
@@ -101,7 +103,10 @@ impl Session {
                             text_document: TextDocumentIdentifier { uri: uri.clone() },
                         });
                 }
-                return Err(format!("cannot read {}: {error}", path.display()));
+                return Err(Error::Read {
+                    path: path.to_path_buf(),
+                    source: Arc::new(error),
+                });
             }
         };
         self.send_text(documents, path, text, stamp)
@@ -114,9 +119,8 @@ impl Session {
         path: &Path,
         text: Arc<str>,
         stamp: Option<(SystemTime, u64)>,
-    ) -> std::result::Result<Synced, String> {
-        let uri = Url::from_file_path(path)
-            .map_err(|()| format!("{} is not an absolute path", path.display()))?;
+    ) -> Result<Synced> {
+        let uri = document_uri(path)?;
         match documents.get_mut(path) {
             Some(open) if *open.text == *text => {
                 open.stamp = stamp;
@@ -307,6 +311,13 @@ impl Session {
                 .notify::<DidChangeWatchedFiles>(DidChangeWatchedFilesParams { changes: events });
         }
     }
+}
+
+/// The URI a server knows `path` by.
+pub(crate) fn document_uri(path: &Path) -> Result<Url> {
+    Url::from_file_path(path).map_err(|()| Error::NotAbsolute {
+        path: path.to_path_buf(),
+    })
 }
 
 /// The stamps of the server's source files under `root` (hidden, vendored and build folders

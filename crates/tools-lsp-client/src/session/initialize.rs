@@ -104,9 +104,9 @@ mod tests {
 
     #[test]
     fn client_capabilities_decode_and_offer_utf8_first() {
-        let capabilities = client_capabilities(false).unwrap();
+        let capabilities = client_capabilities(/*pull_diagnostics*/ false).unwrap();
         assert!(
-            client_capabilities(true)
+            client_capabilities(/*pull_diagnostics*/ true)
                 .unwrap()
                 .text_document
                 .unwrap()

@@ -1,10 +1,10 @@
 //! What each `lsp` operation found, as values, and the one place they become the text the
 //! model reads and the structured content beside it (LSP-5).
 
+use super::ServerReport;
 use super::request::Navigation;
 use super::{ActionItem, DiagnosticItem, LspOutput, Operation, SeverityFilter, SymbolItem};
 use crate::render::{Place, plural};
-use tools_lsp_client::ServerReport;
 
 /// The answer of one `lsp` call.
 #[derive(Debug, Clone)]

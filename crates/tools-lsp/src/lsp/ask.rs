@@ -20,6 +20,7 @@ use super::diagnose::{ACTIONS_DIAGNOSTICS_WAIT, current_diagnostics};
 use super::request::{At, Navigation};
 use super::view::project_view_note;
 use super::{ActionItem, Lsp};
+use crate::error::ForModel;
 use crate::position::{Target, lines};
 use crate::render::{Place, Quoter, hover_text};
 use crate::select::{Page, page_indices, page_note, per_file_counts};
@@ -96,14 +97,29 @@ impl Lsp {
             })
         };
         let mut found: Vec<(Url, u32)> = match kind {
-            Navigation::Definition => targets(session.request::<GotoDefinition>(goto).await?),
-            Navigation::TypeDefinition => {
-                targets(session.request::<GotoTypeDefinition>(goto).await?)
-            }
-            Navigation::Implementation => {
-                targets(session.request::<GotoImplementation>(goto).await?)
-            }
-            Navigation::References => uses(references(pointed.position.clone()).await?),
+            Navigation::Definition => targets(
+                session
+                    .request::<GotoDefinition>(goto)
+                    .await
+                    .for_model(workspace)?,
+            ),
+            Navigation::TypeDefinition => targets(
+                session
+                    .request::<GotoTypeDefinition>(goto)
+                    .await
+                    .for_model(workspace)?,
+            ),
+            Navigation::Implementation => targets(
+                session
+                    .request::<GotoImplementation>(goto)
+                    .await
+                    .for_model(workspace)?,
+            ),
+            Navigation::References => uses(
+                references(pointed.position.clone())
+                    .await
+                    .for_model(workspace)?,
+            ),
         };
         let mut notes = pointed.notes();
         if let Some(stub) = &stub {
@@ -112,7 +128,11 @@ impl Lsp {
             let aimed = &pointed.target.aimed;
             match kind {
                 Navigation::References => {
-                    let through_stub = uses(references(stub.position.clone()).await?);
+                    let through_stub = uses(
+                        references(stub.position.clone())
+                            .await
+                            .for_model(workspace)?,
+                    );
                     found = union_of_uses(std::mem::take(&mut found), through_stub);
                     notes.push(format!(
                         "a stub declares `{aimed}` ({shown}:{}): uses that resolve to the stub \
@@ -165,9 +185,13 @@ impl Lsp {
         let per_file = (kind == Navigation::References && files > 1 && total > page.max)
             .then(|| per_file_counts(&keys));
         let chosen = page_indices(&keys, page);
-        let spread = !page.paging && total > page.max;
         let places: Vec<Place> = chosen.into_iter().map(|i| places[i].clone()).collect();
-        notes.extend(page_note(places.len(), total, page, spread && files > 1));
+        notes.extend(page_note(
+            places.len(),
+            total,
+            page,
+            page.layout(total, files),
+        ));
         if kind == Navigation::References {
             notes.extend(project_view_note(session));
         }
@@ -190,7 +214,8 @@ impl Lsp {
                 text_document_position_params: pointed.position.clone(),
                 work_done_progress_params: WorkDoneProgressParams::default(),
             })
-            .await?;
+            .await
+            .for_model(workspace)?;
         Ok(Hover {
             asked: pointed.asked(),
             contents: hover
@@ -207,7 +232,8 @@ impl Lsp {
     ) -> Result<Actions, ToolError> {
         let pointed = self.point(workspace, at).await?;
         let actions = actions_at(&pointed.opened, &pointed.target)
-            .await?
+            .await
+            .for_model(workspace)?
             .into_iter()
             .map(|action| match action {
                 CodeActionOrCommand::Command(command) => ActionItem {

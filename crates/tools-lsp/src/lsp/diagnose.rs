@@ -111,12 +111,12 @@ impl Lsp {
                 let what = format!(
                     "running the project checker of {} in {}",
                     spec.name,
-                    context.shown(root)
+                    workspace.display(root)
                 );
                 match with_progress(&what, crate::checker::run(spec, root, &search, timeout)).await
                 {
                     Ok(run) => runs.push((root.clone(), run)),
-                    Err(problem) => skipped.push(problem),
+                    Err(problem) => skipped.push(problem.to_string()),
                 }
             }
         }
@@ -155,7 +155,7 @@ impl Lsp {
             };
             summaries.push(CheckRun {
                 command: run.command.clone(),
-                root: context.shown(root),
+                root: workspace.display(root),
                 scope: run.scope.clone(),
                 errors: count("error"),
                 warnings: count("warning"),
@@ -207,10 +207,14 @@ impl Lsp {
         let files = keys.iter().collect::<std::collections::BTreeSet<_>>().len();
         let per_file = (total > page.max && files > 1).then(|| per_file_counts(&keys));
         let chosen = page_indices(&keys, page);
-        let spread = !page.paging && total > page.max && files > 1;
         let mut notes = skipped;
         notes.extend(runs.iter().flat_map(|(_, run)| run.notes.iter().cloned()));
-        notes.extend(page_note(chosen.len(), total, page, spread));
+        notes.extend(page_note(
+            chosen.len(),
+            total,
+            page,
+            page.layout(total, files),
+        ));
         Ok(Check {
             runs: summaries,
             filtered,

@@ -104,14 +104,14 @@ impl LspRequest {
             .as_deref()
             .map(str::trim)
             .filter(|query| !query.is_empty());
-        let page = |cap| Page::new(input.max_results, input.offset, cap).map_err(ToolError::failed);
+        let page = |cap| Page::new(input.max_results, input.offset, cap);
         let navigate = |kind| -> Result<Self, ToolError> {
             Ok(LspRequest::Navigate {
                 kind,
                 at: at(input, workspace)?,
                 page: match kind {
                     Navigation::References => page(REFERENCES_CAP)?,
-                    _ => Page::new(None, None, WORKSPACE_SYMBOLS_CAP).map_err(ToolError::failed)?,
+                    _ => Page::new(None, None, WORKSPACE_SYMBOLS_CAP)?,
                 },
             })
         };

@@ -14,8 +14,9 @@ use tools_core::{ToolError, Workspace};
 use super::answer::{FileSymbols, WorkspaceSymbols};
 use super::view::project_view_note;
 use super::{Lsp, SymbolItem};
+use crate::error::ForModel;
 use crate::render::{Quoter, kind_name};
-use crate::select::{Page, Rank, outline_indices, outline_ranks, page_note};
+use crate::select::{Layout, Page, Rank, outline_indices, outline_ranks, page_note};
 use tools_lsp_client::ServerSpec;
 
 impl Lsp {
@@ -36,7 +37,8 @@ impl Lsp {
                 work_done_progress_params: WorkDoneProgressParams::default(),
                 partial_result_params: PartialResultParams::default(),
             })
-            .await?;
+            .await
+            .for_model(workspace)?;
         let mut symbols = Vec::new();
         match answer {
             Some(DocumentSymbolResponse::Nested(tree)) => {
@@ -105,7 +107,7 @@ impl Lsp {
                 locals - shown_locals
             ));
         } else {
-            notes.extend(page_note(symbols.len(), total, page, false));
+            notes.extend(page_note(symbols.len(), total, page, Layout::InOrder));
         }
         Ok(FileSymbols {
             server: session.spec.name.clone(),
@@ -167,7 +169,8 @@ impl Lsp {
                     work_done_progress_params: WorkDoneProgressParams::default(),
                     partial_result_params: PartialResultParams::default(),
                 })
-                .await?;
+                .await
+                .for_model(workspace)?;
             for (name, kind, uri, line) in found_symbols(answer) {
                 let in_workspace = quoter.is_own(&uri);
                 let place = quoter.place(&uri, line);
@@ -195,7 +198,7 @@ impl Lsp {
         let total = symbols.len();
         let start = page.offset.min(total);
         let symbols: Vec<SymbolItem> = symbols.into_iter().skip(start).take(page.max).collect();
-        notes.extend(page_note(symbols.len(), total, page, false));
+        notes.extend(page_note(symbols.len(), total, page, Layout::InOrder));
         for session in &sessions {
             notes.extend(project_view_note(session));
         }

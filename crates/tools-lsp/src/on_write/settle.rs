@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_lsp::lsp_types::{Diagnostic, Url};
 use tokio::time::Instant;
 
-use super::Target;
+use super::targets::Target;
 use crate::render::{code_text, merge_passes, one_line};
 use tools_lsp_client::Checks;
 use tools_lsp_client::Error;
@@ -125,10 +125,11 @@ pub(crate) async fn settle_all(
 /// Syncs one file — the disk's text (didOpen or a full didChange, then didSave) or, for a
 /// baseline, `previous` unsaved — noting first what the server had said so far: only what
 /// comes after counts.
-async fn send<'a>(target: &'a Target, previous: Option<&str>) -> Result<Sent<'a>, String> {
+async fn send<'a>(target: &'a Target, previous: Option<&str>) -> Result<Sent<'a>, Error> {
     let session = &target.session;
-    let uri = Url::from_file_path(&target.path)
-        .map_err(|()| format!("{} is not an absolute path", target.path.display()))?;
+    let uri = Url::from_file_path(&target.path).map_err(|()| Error::NotAbsolute {
+        path: target.path.clone(),
+    })?;
     let publishes_before = session.shared.publish_count(&uri);
     let checks_before = session.shared.checks();
     let synced = match previous {
@@ -211,26 +212,12 @@ pub(crate) async fn project_settled(session: &Session, deadline: Instant) -> boo
     }
 }
 
-/// Waits, until `deadline`, for the server to settle on the sent text.
+/// Waits, until `deadline`, for the server to settle on the sent text: its pull answer when
+/// it answers pulls and runs no check for this text, otherwise its fresh publish (or its
+/// check's end) and a quiet moment, with its own analysis pulled on top when the table says
+/// so.
 async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
     let session = &sent.target.session;
-    let shared = &session.shared;
-    let uri = &sent.uri;
-    let server = &session.spec.name;
-    let unsettled = |text: Arc<str>| {
-        let reason = match shared.state().ended.is_some() {
-            true => format!(
-                "{server} stopped while checking it{}",
-                session.exit_details()
-            ),
-            false => format!(
-                "{server} had not finished checking it after {}s; call `lsp` with operation \
-                 `diagnostics` on it in a while",
-                seconds(bound)
-            ),
-        };
-        Outcome::unchecked(reason, text)
-    };
     let pull = session.spec.pull;
     // A check of the server's own covers the text once it ran after the send: an on-save
     // check only for a saved file, analysis on change for any text it did not have.
@@ -239,44 +226,139 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         Check::OnSave { .. } => sent.saved_at.is_some(),
         Check::OnChange => sent.changed,
     };
-    if !expects_check && matches!(pull, Pull::Lsp | Pull::TsServer) {
-        let _ = tokio::time::timeout_at(deadline, session.wait_ready()).await;
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return unsettled(sent.text);
-        }
-        match session.pull_answer(uri, remaining).await {
-            Ok(Some(diagnostics)) => {
-                return Outcome {
-                    diagnostics: merge_passes(diagnostics),
-                    unchecked: None,
-                    text: sent.text,
-                };
-            }
-            // The server threw on the file (basedpyright's RangeError on a huge file): no
-            // publish will come either, so the wait ends here.
-            Err(Error::Response { message, .. }) => {
-                return Outcome::unchecked(
-                    format!(
-                        "{server} failed on this file ({}); `lsp` with operation `reload` \
-                         restarts it",
-                        one_line(&message)
-                    ),
-                    sent.text,
-                );
-            }
-            Ok(None) | Err(_) => {}
+    if !expects_check
+        && matches!(pull, Pull::Lsp | Pull::TsServer)
+        && let Some(outcome) = pulled(&sent, deadline, bound).await
+    {
+        return outcome;
+    }
+    let Some(quiet) = answered(&sent, expects_check, deadline, bound).await else {
+        return unsettled(&sent, bound);
+    };
+    // Then quiet for a moment, for trailing publishes (of any file), still within the
+    // deadline.
+    let shared = &session.shared;
+    loop {
+        let count = shared.total_publishes();
+        let until = (Instant::now() + quiet).min(deadline);
+        if !shared.wait_any_publish_until(count, until).await {
+            break;
         }
     }
-    // The server's own analysis is pulled below; publishes carry only its checks'.
-    let analysis_pulled = pull == Pull::Analysis;
-    let grace = CHECK_START.min(bound);
-    let mut check_grace_end: Option<Instant> = None;
-    let mut idle = Idle::default();
+    let mut diagnostics = shared
+        .published(&sent.uri)
+        .map(|published| published.diagnostics)
+        .unwrap_or_default();
+    // The server's own analysis is pulled on top; its publishes carry only its checks'.
+    if pull == Pull::Analysis {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match session
+            .pull_within(&sent.uri, remaining.max(MIN_PULL))
+            .await
+        {
+            Some(analysis) => {
+                if analysis
+                    .iter()
+                    .any(|d| code_text(d.code.as_ref()).as_deref() == Some(UNLINKED_FILE))
+                {
+                    return Outcome::unchecked(
+                        "it is in no crate: no `mod` declaration reaches it, so \
+                         rust-analyzer does not check it"
+                            .to_owned(),
+                        sent.text,
+                    );
+                }
+                diagnostics.extend(analysis);
+            }
+            None => return unsettled(&sent, bound),
+        }
+    }
+    Outcome {
+        diagnostics: merge_passes(diagnostics),
+        unchecked: None,
+        text: sent.text,
+    }
+}
+
+/// The answer of a server that answers pulls, asked once it is ready; `None` when it gave
+/// none, so the wait goes on for its publishes.
+async fn pulled(sent: &Sent<'_>, deadline: Instant, bound: Duration) -> Option<Outcome> {
+    let session = &sent.target.session;
+    let _ = tokio::time::timeout_at(deadline, session.wait_ready()).await;
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        return Some(unsettled(sent, bound));
+    }
+    match session.pull_answer(&sent.uri, remaining).await {
+        Ok(Some(diagnostics)) => Some(Outcome {
+            diagnostics: merge_passes(diagnostics),
+            unchecked: None,
+            text: Arc::clone(&sent.text),
+        }),
+        // The server threw on the file (basedpyright's RangeError on a huge file): no publish
+        // will come either, so the wait ends here.
+        Err(Error::Response { message, .. }) => Some(Outcome::unchecked(
+            format!(
+                "{} failed on this file ({}); `lsp` with operation `reload` restarts it",
+                session.spec.name,
+                one_line(&message)
+            ),
+            Arc::clone(&sent.text),
+        )),
+        Ok(None) | Err(_) => None,
+    }
+}
+
+/// Waits, waking for every message the server sends, until it has answered for the sent
+/// text; returns how long to stay quiet after, or `None` when the deadline came first or the
+/// server stopped.
+async fn answered(
+    sent: &Sent<'_>,
+    expects_check: bool,
+    deadline: Instant,
+    bound: Duration,
+) -> Option<Duration> {
+    let shared = &sent.target.session.shared;
+    let mut wait = Wait {
+        sent,
+        expects_check,
+        grace: CHECK_START.min(bound),
+        check_grace_end: None,
+        idle: Idle::default(),
+    };
     let mut changes = shared.subscribe();
-    // The server has answered for this text.
-    let quiet = loop {
-        let published = shared.published(uri);
+    loop {
+        if let Some(quiet) = wait.answered() {
+            return Some(quiet);
+        }
+        let now = Instant::now();
+        if now >= deadline || shared.state().ended.is_some() {
+            return None;
+        }
+        let _ = tokio::time::timeout_at(wait.wake(now, deadline), changes.changed()).await;
+    }
+}
+
+/// One wait for a server's answer about a sent text.
+struct Wait<'s, 'a> {
+    sent: &'s Sent<'a>,
+    /// Whether a check of the server's own covers the text once it ran.
+    expects_check: bool,
+    /// How long a ready server gets to begin its check.
+    grace: Duration,
+    /// When that grace ends, once the server is ready.
+    check_grace_end: Option<Instant>,
+    idle: Idle,
+}
+
+impl Wait<'_, '_> {
+    /// How long to stay quiet once the server has answered for the sent text; `None` while
+    /// it has not.
+    fn answered(&mut self) -> Option<Duration> {
+        let sent = self.sent;
+        let session = &sent.target.session;
+        let shared = &session.shared;
+        let published = shared.published(&sent.uri);
         let fresh = published.as_ref().is_some_and(|published| {
             published.count > sent.publishes_before
                 && published
@@ -292,8 +374,8 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
                     .as_ref()
                     .is_some_and(|published| published.count > sent.publishes_before));
         let ready = session.activity() == Activity::Ready;
-        if ready && check_grace_end.is_none() {
-            check_grace_end = Some(Instant::now() + grace);
+        if ready && self.check_grace_end.is_none() {
+            self.check_grace_end = Some(Instant::now() + self.grace);
         }
         // The server had this text already (another tool sent it): its publish counts once it
         // is about this version, or when the server does not say which version it is about.
@@ -301,7 +383,8 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
             && published
                 .as_ref()
                 .is_none_or(|published| published.version.is_none_or(|v| v >= sent.version));
-        let done = if expects_check {
+        let analysis_pulled = session.spec.pull == Pull::Analysis;
+        let done = if self.expects_check {
             let checks = shared.checks();
             let before = sent.checks_before;
             // A check that began after the send and ended; or the one that ran at the send
@@ -318,13 +401,14 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
                 Some(AFTER_CHECK_QUIET)
             } else if checks.begun == before.begun
                 && !before.running
-                && check_grace_end.is_some_and(|end| Instant::now() >= end)
+                && self.check_grace_end.is_some_and(|end| Instant::now() >= end)
                 && (analysis_pulled || fresh || covered)
                 // Analysis on change reports progress only after its first slice of work, and
                 // only when files remain: a pass that checks the importers in one slice shows
                 // none, and under load that slice outlasts the grace. Its publishes come at
                 // the slice's end; until then the server is busy, which its CPU time shows.
-                && (session.spec.check != Check::OnChange || idle.observe(session.cpu_time()))
+                && (session.spec.check != Check::OnChange
+                    || self.idle.observe(session.cpu_time()))
             {
                 // No check began: the file is outside every crate, checking is off, or the
                 // pass was too short to report progress.
@@ -341,57 +425,36 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
         };
         if let Some(quiet) = done {
             tracing::debug!(file = %sent.target.shown, ?quiet, fresh, ready, "the server answered for the written text");
-            break quiet;
         }
-        let now = Instant::now();
-        if now >= deadline || shared.state().ended.is_some() {
-            return unsettled(sent.text);
+        done
+    }
+
+    /// When to look again at the latest: when the check-start grace ends, or the next CPU
+    /// sample is due (every message the server sends wakes the wait earlier).
+    fn wake(&self, now: Instant, deadline: Instant) -> Instant {
+        match self.check_grace_end {
+            Some(end) if self.expects_check && now < end => end.min(deadline),
+            _ => self
+                .idle
+                .next_look()
+                .map_or(deadline, |at| at.min(deadline)),
         }
-        // Wake for every message the server sends, and when the check-start grace ends.
-        let wake = match check_grace_end {
-            Some(end) if expects_check && now < end => end.min(deadline),
-            _ => idle.next_look().map_or(deadline, |at| at.min(deadline)),
-        };
-        let _ = tokio::time::timeout_at(wake, changes.changed()).await;
+    }
+}
+
+/// Why a file did not settle: its server stopped, or had not finished by the deadline.
+fn unsettled(sent: &Sent<'_>, bound: Duration) -> Outcome {
+    let session = &sent.target.session;
+    let server = &session.spec.name;
+    let reason = match session.shared.state().ended.is_some() {
+        true => format!("{server} stopped while checking it{}", session.ended()),
+        false => format!(
+            "{server} had not finished checking it after {}s; call `lsp` with operation \
+             `diagnostics` on it in a while",
+            seconds(bound)
+        ),
     };
-    // Then quiet for a moment, for trailing publishes (of any file), still within the
-    // deadline.
-    loop {
-        let count = shared.total_publishes();
-        let until = (Instant::now() + quiet).min(deadline);
-        if !shared.wait_any_publish_until(count, until).await {
-            break;
-        }
-    }
-    let mut diagnostics = shared
-        .published(uri)
-        .map(|published| published.diagnostics)
-        .unwrap_or_default();
-    if analysis_pulled {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        match session.pull_within(uri, remaining.max(MIN_PULL)).await {
-            Some(analysis) => {
-                if analysis
-                    .iter()
-                    .any(|d| code_text(d.code.as_ref()).as_deref() == Some(UNLINKED_FILE))
-                {
-                    return Outcome::unchecked(
-                        "it is in no crate: no `mod` declaration reaches it, so \
-                         rust-analyzer does not check it"
-                            .to_owned(),
-                        sent.text,
-                    );
-                }
-                diagnostics.extend(analysis);
-            }
-            None => return unsettled(sent.text),
-        }
-    }
-    Outcome {
-        diagnostics: merge_passes(diagnostics),
-        unchecked: None,
-        text: sent.text,
-    }
+    Outcome::unchecked(reason, Arc::clone(&sent.text))
 }
 
 /// Opens (or re-syncs) each file on its server and pulls its diagnostics, all at once, until

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_lsp::lsp_types::{Diagnostic, NumberOrString};
 
@@ -229,6 +229,25 @@ impl Reported {
         let found = self.assess(path, diagnostics, text.as_ref());
         self.take(path, diagnostics, text, Hiding::Fixes);
         found
+    }
+}
+
+/// The run's registry, shared by every write's check: each step takes the lock for as long
+/// as it reads and records, never across a wait for a server.
+#[derive(Debug, Default)]
+pub(crate) struct Registry(Mutex<Reported>);
+
+impl Registry {
+    /// The registry, to read and record (a panic while it was held leaves it usable).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Reported> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether the file has an entry.
+    pub(crate) fn knows(&self, path: &Path) -> bool {
+        self.lock().knows(path)
     }
 }
 
