@@ -57,7 +57,7 @@ async fn lsp() -> anyhow::Result<()> {
     println!("rust-analyzer on this workspace ({})", root.display());
     let first = &targets[0];
     let started = Instant::now();
-    let answer = call(json!({"operation": "hover", "file": first.file, "line": first.line, "symbol": first.symbol})).await;
+    let answer = call(json!({"operation": "hover", "path": first.file, "line": first.line, "symbol": first.symbol})).await;
     let first_answer = started.elapsed();
     if answer.is_error {
         bail!("the first call failed: {}", answer.text);
