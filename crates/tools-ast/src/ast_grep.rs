@@ -230,20 +230,12 @@ fn tools_ast_options(options: SearchOptions, max: usize) -> SearchOptions {
 
 fn to_match(workspace: &tools_core::Workspace, found: &Found) -> AstMatch {
     AstMatch {
-        place: Place::new(workspace, &found.path, line(found.line), &found.line_text),
+        place: Place::new(workspace, &found.path, found.line, &found.line_text),
         column: found.column,
-        end_line: line(found.end_line),
+        end_line: found.end_line,
         matched: found.text.clone(),
         captures: found.captures.iter().cloned().collect(),
     }
-}
-
-/// A line of a match, which the search counts from 1 already.
-fn line(one_based: usize) -> Line {
-    u32::try_from(one_based)
-        .ok()
-        .and_then(Line::new)
-        .unwrap_or(Line::FIRST)
 }
 
 fn one_line(text: &str) -> String {
