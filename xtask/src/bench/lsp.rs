@@ -78,7 +78,7 @@ async fn lsp() -> anyhow::Result<()> {
             for operation in ["hover", "definition", "references"] {
                 let before = supervisor.server_time();
                 let started = Instant::now();
-                let answer = call(json!({"operation": operation, "file": target.file, "line": target.line, "symbol": target.symbol})).await;
+                let answer = call(json!({"operation": operation, "path": target.file, "line": target.line, "symbol": target.symbol})).await;
                 let elapsed = started.elapsed();
                 let server_time = supervisor.server_time().saturating_sub(before);
                 if answer.is_error {
