@@ -182,7 +182,7 @@ async fn run_project(
     let look = serve
         .call(
             "lsp",
-            json!({"operation": "diagnostics", "file": project.first_look}),
+            json!({"operation": "diagnostics", "path": project.first_look}),
         )
         .await?;
     if look.is_error {

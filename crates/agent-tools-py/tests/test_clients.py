@@ -66,7 +66,7 @@ def test_pydantic_ai_shows_the_model_the_whole_answer(tmp_path):
         ("read", {"path": "pkg/shapes.py"}),
         ("eval", {"code": "print(6 * 7)", "description": "print the product of six and seven"}),
         ("ast_grep", {"pattern": "add($A, $B)", "language": "python"}),
-        ("lsp", {"operation": "definition", "file": "pkg/main.py", "line": 3, "symbol": "add"}),
+        ("lsp", {"operation": "definition", "path": "pkg/main.py", "line": 3, "symbol": "add"}),
     ]
     seen: list = []
     transport = StdioTransport(

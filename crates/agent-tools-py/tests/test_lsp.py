@@ -26,11 +26,11 @@ def test_lsp_answers_from_basedpyright(tmp_path):
         },
     )
     with Run(root, approval="allow") as run:
-        definition = run.call("lsp", {"operation": "definition", "file": "pkg/main.py", "line": 5, "symbol": "add"})
+        definition = run.call("lsp", {"operation": "definition", "path": "pkg/main.py", "line": 5, "symbol": "add"})
         assert definition.text == (
             "1 definition of `add` (pkg/main.py:5):\npkg/shapes.py:1: def add(left: int, right: int) -> int:"
         ), definition.text
-        diagnostics = run.call("lsp", {"operation": "diagnostics", "file": "pkg/main.py"})
+        diagnostics = run.call("lsp", {"operation": "diagnostics", "path": "pkg/main.py"})
         assert not diagnostics.is_error, diagnostics.text
         assert "pkg/main.py:5" in diagnostics.text and "error" in diagnostics.text, diagnostics.text
         # A write reports the errors it introduced (diagnostics on write), through the same run.

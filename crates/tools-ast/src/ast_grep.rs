@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{CallContext, Line, Place, Tier, Tool, ToolError, ToolOutput};
 
 use crate::compile::{Target, target};
 use crate::found::Found;
@@ -38,24 +38,20 @@ pub struct AstGrepInput {
     pub context: Option<String>,
 }
 
-/// One match.
+/// One match; `path`, `line` and `text` are the line it starts on, as printed after
+/// `path:LINE`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AstMatch {
-    /// The file, relative to the workspace root.
-    pub path: String,
-    /// 1-based line of the match's start.
-    #[schemars(range(min = 1))]
-    pub line: usize,
+    /// Where the match starts: `path`, `line` and that line's `text`, as printed.
+    #[serde(flatten)]
+    pub place: Place,
     /// 1-based column (in characters) of the match's start.
     #[schemars(range(min = 1))]
     pub column: usize,
     /// 1-based line of the match's end.
-    #[schemars(range(min = 1))]
-    pub end_line: usize,
-    /// The matched code.
-    pub text: String,
-    /// The whole line the match starts on, as printed after `path:LINE`.
-    pub line_text: String,
+    pub end_line: Line,
+    /// The matched code, whole.
+    pub matched: String,
     /// Metavariable captures: `$X` → its code; `$$$ARGS` → the code the sequence spans.
     pub captures: BTreeMap<String, String>,
 }
@@ -190,8 +186,8 @@ impl Tool for AstGrep {
                 break;
             }
             let m = to_match(workspace, found);
-            text.push_str(&format!("\n{}:{}: {}", m.path, m.line, line_preview(&m)));
-            if m.end_line > m.line {
+            text.push_str(&format!("\n{}", m.place));
+            if m.end_line > m.place.line {
                 text.push_str(&format!("  (to line {})", m.end_line));
             }
             if !m.captures.is_empty() {
@@ -234,18 +230,12 @@ fn tools_ast_options(options: SearchOptions, max: usize) -> SearchOptions {
 
 fn to_match(workspace: &tools_core::Workspace, found: &Found) -> AstMatch {
     AstMatch {
-        path: workspace.display(&found.path),
-        line: found.line,
+        place: Place::new(workspace, &found.path, found.line, &found.line_text),
         column: found.column,
         end_line: found.end_line,
-        text: found.text.clone(),
-        line_text: found.line_text.clone(),
+        matched: found.text.clone(),
         captures: found.captures.iter().cloned().collect(),
     }
-}
-
-fn line_preview(m: &AstMatch) -> String {
-    cap(m.line_text.trim(), 200)
 }
 
 fn one_line(text: &str) -> String {

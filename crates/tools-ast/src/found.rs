@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use tools_core::Line;
+
 /// One match in one file.
 #[derive(Debug, Clone)]
 pub(crate) struct Found {
@@ -12,10 +14,10 @@ pub(crate) struct Found {
     pub(crate) path: Arc<Path>,
     /// Byte range in the file.
     pub(crate) range: std::ops::Range<usize>,
-    /// 1-based line and column (in characters) of the start, and the end line.
-    pub(crate) line: usize,
+    /// The line and 1-based column (in characters) of the start, and the end line.
+    pub(crate) line: Line,
     pub(crate) column: usize,
-    pub(crate) end_line: usize,
+    pub(crate) end_line: Line,
     pub(crate) text: String,
     /// The text of the line the match starts on.
     pub(crate) line_text: String,

@@ -13,7 +13,7 @@ use ast_grep_core::tree_sitter::StrDoc;
 use ast_grep_core::{Matcher as _, NodeMatch};
 use ast_grep_language::SupportLang;
 use memchr::memmem;
-use tools_core::ToolError;
+use tools_core::{Line, ToolError};
 
 use crate::compile::Compiled;
 use crate::found::Found;
@@ -402,9 +402,9 @@ fn matches_in_piece(
         found.push(Found {
             path: Arc::clone(path),
             range: range.start + start..range.end + start,
-            line: row_start + row + 1,
+            line: Line::from_index(row_start + row),
             column: source[line_start..range.start].chars().count() + 1,
-            end_line: row_start + end_row + 1,
+            end_line: Line::from_index(row_start + end_row),
             text: matched.text().into_owned(),
             line_text: source[line_start..line_end]
                 .trim_end_matches('\r')

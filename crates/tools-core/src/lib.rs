@@ -10,6 +10,7 @@ mod context;
 mod dispatch;
 mod error;
 mod family;
+mod place;
 mod question;
 mod registry;
 mod schema;
@@ -27,6 +28,7 @@ pub use crate::{
     },
     error::{ArgumentError, Error, Result, ToolError},
     family::{BindError, Binding, Family, NoConfig},
+    place::{Line, Place},
     question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
     registry::{FamilyTools, Registry, RegistryBuilder, Run, Shutdown, ToolSpec},
     schema::{

@@ -355,14 +355,35 @@ impl Workspace {
         Ok(resolved)
     }
 
-    /// A path as the model should read it: relative to the root, `/`-separated; paths outside
-    /// the root are shown whole.
+    /// A path as the model should read it: relative to the root, `/`-separated (`.` for the
+    /// root itself); paths outside the root are shown whole. Every family shows paths through
+    /// here (a [`Place`](crate::Place) too), so one file reads the same in every answer.
     pub fn display(&self, path: &Path) -> String {
-        match path.strip_prefix(&self.root) {
-            Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
-            Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
-            Err(_) => path.to_string_lossy().into_owned(),
+        match self.relative(path) {
+            Some(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
+            Some(relative) => relative.to_string_lossy().replace('\\', "/"),
+            None => path.to_string_lossy().into_owned(),
         }
+    }
+
+    /// `path` relative to the root, or `None` when it is outside. The root is canonical, so
+    /// a path that reaches the workspace through a symlink (the root opened by a link's name,
+    /// a debug adapter that reports the path the program was started by) is resolved once
+    /// before it is called outside.
+    pub fn relative(&self, path: &Path) -> Option<PathBuf> {
+        if let Ok(relative) = path.strip_prefix(&self.root) {
+            return Some(relative.to_path_buf());
+        }
+        // A relative path would resolve against the process's folder, which is not ours to
+        // guess from: only an absolute one is resolved.
+        if !path.is_absolute() {
+            return None;
+        }
+        let resolved = path.canonicalize().ok()?;
+        resolved
+            .strip_prefix(&self.root)
+            .ok()
+            .map(Path::to_path_buf)
     }
 
     /// Refuses what is not a regular file or a folder — a named pipe, a socket, a device —

@@ -11,6 +11,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Place;
+
 /// The structured result of a tool that writes files: its own fields, and what diagnostics
 /// on write found (LSP-6). Only its schema is used: the tool serialises its own output, and
 /// the wrapper adds `diagnostics` to that object.
@@ -87,12 +89,13 @@ pub enum FileState {
     NotChecked,
 }
 
-/// One diagnostic a write introduced.
+/// One diagnostic a write introduced: where it is (the file, the line and the line's text
+/// as written, like every place in every answer), and what it says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct IntroducedDiagnostic {
-    /// 1-based line.
-    #[schemars(range(min = 1))]
-    pub line: u32,
+    /// Where it is: `path`, `line` and the line's `text` as written.
+    #[serde(flatten)]
+    pub place: Place,
     /// `error` or `warning`.
     pub severity: String,
     /// The server's code for it, e.g. `E0308` or `reportAttributeAccessIssue`.
@@ -100,8 +103,6 @@ pub struct IntroducedDiagnostic {
     pub code: Option<String>,
     /// The message, on one line.
     pub message: String,
-    /// The line's text as written, trimmed.
-    pub text: String,
 }
 
 /// Files that may depend on what a write changed but were not checked.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::ToolError;
+use tools_core::{ToolError, Workspace};
 use tools_process::{Command, RootRule, RunLimits, SearchPath, run_to_end};
 
 /// A debug adapter we know.
@@ -198,14 +198,6 @@ pub(crate) fn marker_for(
     Some((folder, marker))
 }
 
-fn shown(workspace_root: &Path, folder: &Path) -> String {
-    match folder.strip_prefix(workspace_root) {
-        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
-        Ok(rel) => rel.display().to_string(),
-        Err(_) => folder.display().to_string(),
-    }
-}
-
 const PROBE: RunLimits = RunLimits {
     timeout: Duration::from_secs(10),
     max_output_bytes: 4096,
@@ -255,9 +247,10 @@ async fn probe(
 }
 
 /// Reports on one adapter for `adapters`, probing its binary.
-pub(crate) async fn report(adapter: AdapterId, workspace_root: &Path) -> AdapterReport {
+pub(crate) async fn report(adapter: AdapterId, workspace: &Workspace) -> AdapterReport {
+    let workspace_root = workspace.root();
     let marker = marker_for(adapter, workspace_root, None)
-        .map(|(folder, marker)| format!("{} in {}", marker, shown(workspace_root, &folder)));
+        .map(|(folder, marker)| format!("{} in {}", marker, workspace.display(&folder)));
     let mut problems = Vec::new();
     if marker.is_none() {
         problems.push(format!(

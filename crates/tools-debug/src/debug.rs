@@ -12,11 +12,13 @@ mod start;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, Lane, Tier, Tool, ToolError, ToolOutput};
+use tools_core::{CallContext, Lane, Place, Tier, Tool, ToolError, ToolOutput, Workspace};
 
 use crate::adapters::{self, AdapterId, AdapterReport};
+use crate::dap::events::Stopped;
+use crate::dap::types::StackFrame;
 use crate::supervisor::DebugSupervisor;
-use render::{ended_output, render_adapters};
+use render::{ended_output, frame_place, render_adapters};
 
 /// How many frames `stack` shows.
 pub const MAX_FRAMES: usize = 30;
@@ -25,12 +27,12 @@ pub const MAX_CHILDREN: usize = 50;
 /// How many characters of one value are shown.
 pub const MAX_VALUE_CHARS: usize = 400;
 /// How many source lines are shown on each side of a stop.
-const CONTEXT_LINES: u32 = 2;
+const CONTEXT_LINES: usize = 2;
 
 /// Debug a program over DAP: debugpy (Python), lldb-dap (C, C++, Rust), delve (Go); one
 /// session, kept across calls.
 ///
-/// Typical: `breakpoints` (file, lines) → `launch` (program, args) → at a stop it shows
+/// Typical: `breakpoints` (path, lines) → `launch` (program, args) → at a stop it shows
 /// source and locals → `stack`, `scopes` (frame_id), `variables` (reference), `evaluate`
 /// (expression, frame_id) → `step_over`, `step_in`, `step_out`, `continue` → `terminate`.
 ///
@@ -41,9 +43,10 @@ const CONTEXT_LINES: u32 = 2;
 #[serde(deny_unknown_fields)]
 pub struct DebugInput {
     pub operation: Operation,
-    /// `breakpoints`: source file.
-    #[serde(default)]
-    pub file: Option<String>,
+    /// `breakpoints`: the source file.
+    // `file` was its name before: clients that send it keep working.
+    #[serde(default, alias = "file")]
+    pub path: Option<String>,
     /// `breakpoints`: 1-based lines.
     #[serde(default)]
     #[schemars(inner(range(min = 1)))]
@@ -83,7 +86,7 @@ pub enum Operation {
     Adapters,
     // Whether a session runs, and where it stopped.
     Status,
-    // Sets a file's breakpoints (`file`, `lines`); empty `lines` clears them.
+    // Sets a file's breakpoints (`path`, `lines`); empty `lines` clears them.
     Breakpoints,
     // Starts `program` with `args`, stopping at its breakpoints.
     Launch,
@@ -147,16 +150,25 @@ pub struct StopPlace {
     /// The thread that stopped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<i64>,
-    /// The top frame's file (workspace-relative when inside it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// The top frame's 1-based line.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub line: Option<u32>,
+    /// The top frame's place: `path`, `line` and that line's `text`; absent when the
+    /// adapter names no source file or line for it.
+    #[serde(flatten)]
+    pub place: Option<Place>,
     /// The top frame's id, for `scopes` and `evaluate`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frame_id: Option<i64>,
+}
+
+impl StopPlace {
+    /// Where the program stopped (`stop`), at its top frame when the adapter gave one.
+    fn new(workspace: &Workspace, stop: &Stopped, top: Option<&StackFrame>) -> Self {
+        StopPlace {
+            reason: stop.reason.clone(),
+            thread_id: stop.thread_id,
+            place: top.and_then(|frame| frame_place(workspace, frame)),
+            frame_id: top.map(|frame| frame.id),
+        }
+    }
 }
 
 /// The result of `debug`.
@@ -170,7 +182,8 @@ pub struct DebugOutput {
     /// The session's state after the call (`stopped`, `running`, `exited with code 0`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
-    /// Where the program stopped, when it is stopped.
+    /// Where the program stopped, when it is stopped: why, and the top frame's `path`,
+    /// `line` and `text` (absent when the adapter has no source file for it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<StopPlace>,
     /// The exit code, when the program exited.
@@ -252,11 +265,13 @@ impl Tool for Debug {
 impl Debug {
     async fn run(&self, context: &CallContext, conversation: &str, input: DebugInput) -> Answer {
         let operation = input.operation;
-        let root = context.workspace().root().to_path_buf();
         match operation {
             Operation::Adapters => {
+                let workspace = context.workspace();
                 let reports = futures::future::join_all(
-                    AdapterId::ALL.iter().map(|a| adapters::report(*a, &root)),
+                    AdapterId::ALL
+                        .iter()
+                        .map(|adapter| adapters::report(*adapter, workspace)),
                 )
                 .await;
                 let text = render_adapters(&reports);
@@ -294,5 +309,30 @@ impl Debug {
                     .await
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn decode(arguments: serde_json::Value) -> Result<DebugInput, String> {
+        serde_json::from_value(arguments).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn dbg_5_breakpoints_name_their_file_path_and_still_take_file() {
+        // `file` was the argument's name before: a client that sends it keeps working.
+        for name in ["path", "file"] {
+            let input = decode(json!({"operation": "breakpoints", name: "app.py", "lines": [3]}));
+            assert_eq!(input.unwrap().path.as_deref(), Some("app.py"));
+        }
+        let error = decode(json!({
+            "operation": "breakpoints", "path": "app.py", "file": "app.py", "lines": [3]
+        }))
+        .unwrap_err();
+        assert!(error.contains("duplicate field `path`"), "{error}");
     }
 }

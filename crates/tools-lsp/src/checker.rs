@@ -352,10 +352,12 @@ fn parse_pyright(stdout: &str, root: &Path) -> Vec<Finding> {
                         .get("file")
                         .and_then(Value::as_str)
                         .map(|file| root.join(file)),
+                    // pyright's report counts lines from 0, as LSP does.
                     line: item
                         .pointer("/range/start/line")
                         .and_then(Value::as_u64)
-                        .and_then(|n| u32::try_from(n + 1).ok()),
+                        .and_then(|n| u32::try_from(n).ok())
+                        .map(|n| tools_core::Line::from_lsp(n).get()),
                     column: item
                         .pointer("/range/start/character")
                         .and_then(Value::as_u64)

@@ -12,6 +12,7 @@ use ast_grep_core::language::Language as _;
 use ast_grep_language::SupportLang;
 use schemars::JsonSchema;
 use serde::Serialize;
+use tools_core::{Line, Place};
 
 use tools_lsp_client::ServerSpec;
 
@@ -41,16 +42,13 @@ pub enum LeftoverKind {
     CommentOrString,
 }
 
-/// One occurrence of the old name after a rename.
+/// One occurrence of the old name after a rename; `path`, `line` and `text` are the line it
+/// is on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Leftover {
-    /// The file, workspace-relative.
-    pub path: String,
-    /// 1-based line.
-    #[schemars(range(min = 1))]
-    pub line: u32,
-    /// The line's text, trimmed.
-    pub text: String,
+    /// Where it is: `path`, `line` and that line's `text`.
+    #[serde(flatten)]
+    pub place: Place,
     /// Code, inactive code, or a comment or string.
     pub kind: LeftoverKind,
 }
@@ -59,8 +57,7 @@ pub struct Leftover {
 #[derive(Debug, Clone)]
 pub(crate) struct Found {
     pub(crate) path: PathBuf,
-    /// 0-based line.
-    pub(crate) line: u32,
+    pub(crate) line: Line,
     pub(crate) line_text: String,
     pub(crate) kind: LeftoverKind,
 }
@@ -110,7 +107,7 @@ pub(crate) fn find(spec: &ServerSpec, root: &Path, name: &str) -> Vec<Found> {
         for ((_, line, line_text), kind) in offsets.into_iter().zip(kinds) {
             found.push(Found {
                 path: path.to_path_buf(),
-                line: u32::try_from(line).unwrap_or(u32::MAX),
+                line: Line::from_index(line),
                 line_text: line_text.to_owned(),
                 kind,
             });
@@ -238,7 +235,7 @@ mod tests {
         let found = find(&spec, root, "ts_stack_halt");
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].path, root.join("stack.h"));
-        assert_eq!(found[0].line, 0);
+        assert_eq!(found[0].line, Line::FIRST);
         assert_eq!(found[0].kind, LeftoverKind::Code);
     }
 }

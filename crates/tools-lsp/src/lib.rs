@@ -32,7 +32,6 @@ pub use crate::{
     lsp_code_action::{LspCodeAction, LspCodeActionInput, LspCodeActionOutput},
     lsp_rename::{LspRename, LspRenameInput, LspRenameOutput, RenamedFile},
     on_write::DiagnosticsOnWrite,
-    render::Place,
     supervisor::LspSupervisor,
 };
 

@@ -16,13 +16,12 @@ mod view;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace};
+use tools_core::{CallContext, Line, Place, Tier, Tool, ToolError, ToolOutput, Workspace};
 
 use self::answer::LspAnswer;
 pub(crate) use self::ask::actions_at;
 use self::request::LspRequest;
 pub use self::status::{ServerReport, SessionReport};
-use crate::render::Place;
 use crate::supervisor::LspSupervisor;
 
 /// Ask the project's language server: definitions, types, implementations, references,
@@ -32,9 +31,9 @@ use crate::supervisor::LspSupervisor;
 /// `occurrence` picks among repeats on the line.
 ///
 /// - `definition`, `type_definition`, `implementation`, `references`, `hover`,
-///   `code_actions` (apply with `lsp_code_action`): `file`, `line`, `symbol`.
-/// - `symbols`: `query` searches the workspace, `file` gives its outline, both filter it.
-/// - `diagnostics`: a `file`'s errors now; `file: "*"` runs the project checker (cargo
+///   `code_actions` (apply with `lsp_code_action`): `path`, `line`, `symbol`.
+/// - `symbols`: `query` searches the workspace, `path` gives a file's outline, both filter it.
+/// - `diagnostics`: a file's errors now; `path: "*"` runs the project checker (cargo
 ///   check, basedpyright, tsc, …), `"src/x/*"` keeps one folder.
 /// - `status`: which servers can run, and why not; `reload`: restart a server.
 ///
@@ -43,9 +42,10 @@ use crate::supervisor::LspSupervisor;
 #[serde(deny_unknown_fields)]
 pub struct LspInput {
     pub operation: Operation,
-    /// Workspace-relative; `diagnostics` also takes `"*"` or `dir/*`.
-    #[serde(default)]
-    pub file: Option<String>,
+    /// The file, workspace-relative; `diagnostics` also takes `"*"` or `dir/*`.
+    // `file` was its name before: clients that send it keep working.
+    #[serde(default, alias = "file")]
+    pub path: Option<String>,
     /// The 1-based line of `symbol`.
     #[serde(default)]
     #[schemars(range(min = 1))]
@@ -66,7 +66,7 @@ pub struct LspInput {
     /// Page start (0-based); an answer names the next.
     #[serde(default)]
     pub offset: Option<u32>,
-    /// With `file: "*"`: errors only, or warnings only.
+    /// With `path: "*"`: errors only, or warnings only.
     #[serde(default)]
     pub severity: Option<SeverityFilter>,
 }
@@ -164,36 +164,58 @@ impl LspOutput {
     }
 }
 
-/// One symbol.
+/// One symbol; `path`, `line` and `text` are the line its name is on.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SymbolItem {
     pub name: String,
     /// `function`, `struct`, `class`, `method`, …
     pub kind: String,
-    pub path: String,
-    /// 1-based line of its name.
-    #[schemars(range(min = 1))]
-    pub line: u32,
+    /// Where its name is: `path`, `line` and that line's `text`.
+    #[serde(flatten)]
+    pub place: Place,
     /// Nesting depth in a file's outline (0 at the top).
     pub depth: usize,
     /// Whether it is in the workspace's own code (not a dependency).
     pub in_workspace: bool,
 }
 
-/// One diagnostic or checker finding.
+/// One diagnostic or checker finding; `path`, `line` and `text` are the line it is on. A
+/// finding about a whole file has no `line` and `text`, one about the whole project no
+/// `path` either.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DiagnosticItem {
-    /// The file, workspace-relative; empty for findings about the whole project.
-    pub path: String,
-    /// 1-based line, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub line: Option<u32>,
+    /// Where it is: `path`, `line` and that line's `text`; absent for a finding about the
+    /// whole project.
+    #[serde(flatten)]
+    pub place: Option<Place>,
+    /// The file of a finding about a file as a whole (it names no line), where `place` is
+    /// absent: it is the `path` then, so every finding that names a file has one.
+    #[serde(rename = "path", skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "The file, workspace-relative; absent for a finding about the whole project."
+    )]
+    pub whole_file: Option<String>,
     /// `error` or `warning` (checkers may add `info` and `note`).
     pub severity: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     pub message: String,
+}
+
+impl DiagnosticItem {
+    /// The file it is in, workspace-relative; empty for a finding about the whole project.
+    pub(crate) fn path(&self) -> &str {
+        match (&self.place, &self.whole_file) {
+            (Some(place), _) => &place.path,
+            (None, Some(path)) => path,
+            (None, None) => "",
+        }
+    }
+
+    /// Its line, when it has one.
+    pub(crate) fn line(&self) -> Option<Line> {
+        self.place.as_ref().map(|place| place.line)
+    }
 }
 
 /// One code action.
@@ -235,15 +257,15 @@ impl Lsp {
             LspRequest::CodeActions(at) => {
                 LspAnswer::Actions(self.code_actions(workspace, &at).await?)
             }
-            LspRequest::FileSymbols { file, query, page } => LspAnswer::FileSymbols(
-                self.file_symbols(workspace, &file, query.as_deref(), page)
+            LspRequest::FileSymbols { path, query, page } => LspAnswer::FileSymbols(
+                self.file_symbols(workspace, &path, query.as_deref(), page)
                     .await?,
             ),
             LspRequest::WorkspaceSymbols { query, page } => {
                 LspAnswer::WorkspaceSymbols(self.workspace_symbols(workspace, &query, page).await?)
             }
-            LspRequest::FileDiagnostics { file } => {
-                LspAnswer::FileDiagnostics(self.file_diagnostics(workspace, &file).await?)
+            LspRequest::FileDiagnostics { path } => {
+                LspAnswer::FileDiagnostics(self.file_diagnostics(workspace, &path).await?)
             }
             LspRequest::CheckProject {
                 prefix,
@@ -256,8 +278,8 @@ impl Lsp {
             LspRequest::Status => {
                 LspAnswer::Status(self.status(workspace).await?, tools_process::containment())
             }
-            LspRequest::Reload { file } => {
-                LspAnswer::Reload(self.reload(workspace, file.as_deref()).await?)
+            LspRequest::Reload { path } => {
+                LspAnswer::Reload(self.reload(workspace, path.as_deref()).await?)
             }
         })
     }
@@ -311,3 +333,46 @@ pub(crate) async fn with_progress<T>(what: &str, work: impl Future<Output = T>) 
 
 /// How often a long wait reports that it is still waiting.
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+#[cfg(test)]
+mod tests {
+    use serde::de::DeserializeOwned;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{LspCodeActionInput, LspRenameInput};
+
+    fn decode<T: DeserializeOwned>(arguments: serde_json::Value) -> Result<T, String> {
+        serde_json::from_value(arguments).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn lsp_3_inputs_name_the_file_path_and_still_take_file() {
+        // `file` was the argument's name before: a client that sends it keeps working.
+        for name in ["path", "file"] {
+            let lsp: LspInput =
+                decode(json!({"operation": "hover", name: "lib.rs", "line": 2, "symbol": "run"}))
+                    .unwrap();
+            assert_eq!(lsp.path.as_deref(), Some("lib.rs"));
+            let rename: LspRenameInput =
+                decode(json!({name: "lib.rs", "line": 2, "symbol": "run", "new_name": "go"}))
+                    .unwrap();
+            assert_eq!(rename.path, "lib.rs");
+            let action: LspCodeActionInput =
+                decode(json!({name: "lib.rs", "line": 2, "symbol": "run", "title": "Fix"}))
+                    .unwrap();
+            assert_eq!(action.path, "lib.rs");
+        }
+        // Both names at once give the one field twice.
+        let error = decode::<LspInput>(
+            json!({"operation": "hover", "path": "lib.rs", "file": "main.rs", "line": 2}),
+        )
+        .unwrap_err();
+        assert!(error.contains("duplicate field `path`"), "{error}");
+        let error = decode::<LspRenameInput>(json!({
+            "path": "lib.rs", "file": "main.rs", "line": 2, "symbol": "run", "new_name": "go"
+        }))
+        .unwrap_err();
+        assert!(error.contains("duplicate field `path`"), "{error}");
+    }
+}

@@ -15,15 +15,17 @@ use crate::render::plural;
 use crate::supervisor::LspSupervisor;
 
 /// Apply a language-server code action (a quick fix, a refactoring) by its `title`, as `lsp`
-/// `code_actions` lists them at that `line` and `symbol`. Writes every file it changes, or
-/// none.
+/// `code_actions` lists them at that `path`, `line` and `symbol`. Writes every file it
+/// changes, or none.
 ///
 /// Reports the errors it introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspCodeActionInput {
-    /// Workspace-relative.
-    pub file: String,
+    /// The file, workspace-relative.
+    // `file` was its name before: clients that send it keep working.
+    #[serde(alias = "file")]
+    pub path: String,
     /// The 1-based line of `symbol`.
     #[schemars(range(min = 1))]
     pub line: u32,
@@ -81,7 +83,7 @@ impl Tool for LspCodeAction {
 
     /// The file it is asked about; an action may change others too (an import added).
     fn writes(&self, input: &LspCodeActionInput, workspace: &Workspace) -> Writes {
-        Writes::path(workspace, &input.file).and_more()
+        Writes::path(workspace, &input.path).and_more()
     }
 
     /// The title, the file, its server and the symbol on the line, from the disk alone.
@@ -94,7 +96,7 @@ impl Tool for LspCodeAction {
         self.supervisor
             .check_target(
                 workspace,
-                &input.file,
+                &input.path,
                 input.line,
                 &input.symbol,
                 input.occurrence,
@@ -114,7 +116,7 @@ impl Tool for LspCodeAction {
             .supervisor
             .open_at(
                 workspace,
-                &input.file,
+                &input.path,
                 input.line,
                 &input.symbol,
                 input.occurrence,
@@ -122,7 +124,8 @@ impl Tool for LspCodeAction {
             .await?;
         let session = &opened.session;
         let server = session.spec.name.clone();
-        let here = format!("{}:{}", opened.shown, target.line + 1);
+        let aimed_at = target.place(workspace, &opened.path, &opened.synced.text);
+        let here = aimed_at.at();
         let offered = actions_at(&opened, &target).await.for_model(workspace)?;
         let titles: Vec<&str> = offered.iter().map(title).collect();
         let chosen = choose(&titles, wanted).map_err(|problem| {

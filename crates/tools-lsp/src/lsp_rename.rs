@@ -9,12 +9,12 @@ use async_lsp::lsp_types::request::{PrepareRenameRequest, Rename};
 use async_lsp::lsp_types::{OneOf, PrepareRenameResponse, RenameParams, WorkDoneProgressParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{CallContext, Tier, Tool, ToolError, ToolOutput, Workspace, Writes};
+use tools_core::{CallContext, Place, Tier, Tool, ToolError, ToolOutput, Workspace, Writes};
 
 pub use crate::apply::RenamedFile;
 use crate::apply::apply_edit;
 use crate::leftovers::{Found, Leftover, LeftoverKind};
-use crate::render::{plural, quote};
+use crate::render::plural;
 use crate::select::per_file_counts;
 use crate::supervisor::LspSupervisor;
 use tools_lsp_client::Session;
@@ -23,15 +23,17 @@ use tools_lsp_client::Session;
 const REMAINING_CAP: usize = 10;
 
 /// Rename a symbol everywhere, through the language server: every reference in every file
-/// (and a module file, where file names are names), all or none. Aim with `line` and
-/// `symbol` as for `lsp`.
+/// (and a module file, where file names are names), all or none. Aim with `path`, `line`
+/// and `symbol` as for `lsp`.
 ///
 /// Reports the errors it introduced.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspRenameInput {
-    /// Workspace-relative.
-    pub file: String,
+    /// The file, workspace-relative.
+    // `file` was its name before: clients that send it keep working.
+    #[serde(alias = "file")]
+    pub path: String,
     /// The 1-based line of `symbol`.
     #[schemars(range(min = 1))]
     pub line: u32,
@@ -102,7 +104,7 @@ impl Tool for LspRename {
     const WRITES_FILES: bool = true;
 
     fn writes(&self, input: &LspRenameInput, workspace: &Workspace) -> Writes {
-        Writes::path(workspace, &input.file).and_more()
+        Writes::path(workspace, &input.path).and_more()
     }
 
     /// The new name, the file, its server and the symbol on the line, from the disk alone.
@@ -111,7 +113,7 @@ impl Tool for LspRename {
         self.supervisor
             .check_target(
                 workspace,
-                &input.file,
+                &input.path,
                 input.line,
                 &input.symbol,
                 input.occurrence,
@@ -131,7 +133,7 @@ impl Tool for LspRename {
             .supervisor
             .open_at(
                 workspace,
-                &input.file,
+                &input.path,
                 input.line,
                 &input.symbol,
                 input.occurrence,
@@ -143,7 +145,8 @@ impl Tool for LspRename {
                 "`{new_name}` is already the name; nothing to rename"
             )));
         }
-        let here = format!("{}:{}", opened.shown, target.line + 1);
+        let aimed_at = target.place(workspace, &opened.path, &opened.synced.text);
+        let here = aimed_at.at();
         let server = session.spec.name.clone();
         let prepare = match &session.capabilities.rename_provider {
             None | Some(OneOf::Left(false)) => {
@@ -241,10 +244,9 @@ impl Tool for LspRename {
             render_leftovers(&mut text, &found, &old_name, &server, workspace);
         if let Some(stub) = &stub {
             text.push_str(&format!(
-                "\nRenamed from the stub's declaration ({}:{}), so the uses that resolve to \
-                 the stub are renamed too.",
-                workspace.display(&stub.path),
-                stub.position.position.line + 1
+                "\nRenamed from the stub's declaration ({}), so the uses that resolve to the \
+                 stub are renamed too.",
+                Place::new(workspace, &stub.path, stub.line(), "").at()
             ));
         }
         for note in opened
@@ -308,7 +310,7 @@ async fn mark_inactive(session: &Session, found: &mut [Found]) {
                 && (unlinked
                     || inactive
                         .iter()
-                        .any(|(start, end)| (*start..=*end).contains(&item.line)))
+                        .any(|(start, end)| (*start..=*end).contains(&item.line.to_lsp())))
             {
                 item.kind = LeftoverKind::InactiveCode;
             }
@@ -372,14 +374,12 @@ fn render_leftovers(
         .into_iter()
         .take(REMAINING_CAP)
         .map(|f| Leftover {
-            path: workspace.display(&f.path),
-            line: f.line + 1,
-            text: quote(&f.line_text),
+            place: Place::new(workspace, &f.path, f.line, &f.line_text),
             kind: f.kind,
         })
         .collect();
     for item in &listed {
-        text.push_str(&format!("\n  {}:{}: {}", item.path, item.line, item.text));
+        text.push_str(&format!("\n  {}", item.place));
         match item.kind {
             LeftoverKind::InactiveCode => text.push_str("  (not compiled: cfg/features)"),
             LeftoverKind::CommentOrString => text.push_str("  (comment or string)"),

@@ -2,8 +2,10 @@
 //! we find the occurrence it means (the server's position encoding is tools-lsp-client's
 //! `Encoding`).
 
+use std::path::Path;
+
 use async_lsp::lsp_types::{Position, Range};
-use tools_core::ToolError;
+use tools_core::{Line, Place, ToolError, Workspace};
 
 // The conversions on the wire are the client's; the tools name them from here.
 pub(crate) use tools_lsp_client::{Encoding, lines, offset};
@@ -11,7 +13,7 @@ pub(crate) use tools_lsp_client::{Encoding, lines, offset};
 /// Where a `line` + `symbol` pair points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Target {
-    /// 0-based line.
+    /// The line as LSP counts it, from 0 ([`Target::number`] is the model's).
     pub(crate) line: u32,
     /// Byte range, within the line, of the identifier aimed at.
     pub(crate) start: usize,
@@ -26,6 +28,18 @@ pub(crate) struct Target {
 }
 
 impl Target {
+    /// The line as the model counts it, from 1.
+    pub(crate) fn number(&self) -> Line {
+        Line::from_lsp(self.line)
+    }
+
+    /// Where the target is, in the file at `path` whose text is `text`.
+    pub(crate) fn place(&self, workspace: &Workspace, path: &Path, text: &str) -> Place {
+        let line = self.number();
+        let line_text = lines(text).get(line.index()).copied().unwrap_or_default();
+        Place::new(workspace, path, line, line_text)
+    }
+
     /// The LSP range of the identifier aimed at.
     pub(crate) fn range(&self, line_text: &str, encoding: Encoding) -> Range {
         Range::new(
@@ -41,7 +55,7 @@ impl Target {
         if let Some(inside) = &self.inside {
             notes.push(format!(
                 "`{symbol}` is not a whole name on line {}; it was found inside `{inside}`",
-                self.line + 1
+                self.number()
             ));
         }
         if self.occurrences > 1 {
@@ -49,7 +63,7 @@ impl Target {
                 "`{symbol}` occurs {} times on line {}; used occurrence {} (pass `occurrence` \
                  to pick another)",
                 self.occurrences,
-                self.line + 1,
+                self.number(),
                 self.occurrence
             ));
         }
@@ -79,12 +93,12 @@ pub(crate) fn locate(
     } else {
         all.len()
     };
-    if line == 0 || line as usize > count {
+    let Some(number) = Line::new(line).filter(|number| number.index() < count) else {
         return Err(ToolError::failed(format!(
             "line {line} is outside {shown}, which has {count} lines; lines are 1-based"
         )));
-    }
-    let line_text = all[line as usize - 1];
+    };
+    let line_text = all[number.index()];
     let symbol_trimmed = symbol.trim();
     if symbol_trimmed.is_empty() {
         return Err(ToolError::failed(format!(
@@ -102,7 +116,7 @@ pub(crate) fn locate(
             .iter()
             .enumerate()
             .filter(|(_, other)| other.contains(symbol_trimmed))
-            .map(|(index, _)| (index + 1).to_string())
+            .map(|(index, _)| Line::from_index(index).to_string())
             .take(8)
             .collect();
         let mut message = format!(
@@ -167,7 +181,7 @@ pub(crate) fn locate(
         line_text[from..to].to_owned()
     });
     Ok(Target {
-        line: line - 1,
+        line: number.to_lsp(),
         start: start + aim_start,
         end: start + aim_end,
         aimed: symbol_trimmed[aim_start..aim_end].to_owned(),

@@ -1,6 +1,6 @@
-//! Turning server answers into what a model reads: `path:LINE: text` with workspace-relative
-//! paths and the line's own text, capped lists that say they were capped, hover text, and
-//! names for symbol kinds and severities.
+//! Turning server answers into what a model reads: the [`Place`]s of a list (each file read
+//! once to quote its lines), capped lists that say they were capped, hover text, and names
+//! for symbol kinds and severities.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,12 +9,7 @@ use std::sync::Arc;
 use async_lsp::lsp_types::{
     Diagnostic, DiagnosticSeverity, HoverContents, MarkedString, NumberOrString, SymbolKind, Url,
 };
-use schemars::JsonSchema;
-use serde::Serialize;
-use tools_core::Workspace;
-
-/// Lines longer than this are cut when quoted.
-const LINE_CHARS: usize = 200;
+use tools_core::{Line, Place, Workspace};
 
 /// Folders whose files count as dependencies, not the workspace's own code.
 const DEPENDENCY_DIRS: &[&str] = &[
@@ -27,28 +22,6 @@ const DEPENDENCY_DIRS: &[&str] = &[
     ".rustup",
     "vendor",
 ];
-
-/// A place in a file, as results show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Place {
-    /// The file, relative to the workspace root (absolute when outside it).
-    pub path: String,
-    /// 1-based line.
-    #[schemars(range(min = 1))]
-    pub line: u32,
-    /// That line's text, trimmed.
-    pub text: String,
-}
-
-impl Place {
-    /// `src/lib.rs:12: pub fn answer() -> u32 {`
-    pub(crate) fn render(&self) -> String {
-        match self.text.is_empty() {
-            true => format!("{}:{}", self.path, self.line),
-            false => format!("{}:{}: {}", self.path, self.line, self.text),
-        }
-    }
-}
 
 /// Reads files once per answer to quote their lines.
 pub(crate) struct Quoter<'a> {
@@ -95,20 +68,16 @@ impl<'a> Quoter<'a> {
             .insert(path.to_path_buf(), Some(Lines::new(text)));
     }
 
-    /// The place of 0-based `line` in the file at `uri`.
-    pub(crate) fn place(&mut self, uri: &Url, line: u32) -> Place {
+    /// The place of `line` in the file at `uri`.
+    pub(crate) fn place(&mut self, uri: &Url, line: Line) -> Place {
         match uri.to_file_path() {
             Ok(path) => self.place_in(&path, line),
-            Err(()) => Place {
-                path: uri.to_string(),
-                line: line + 1,
-                text: String::new(),
-            },
+            Err(()) => Place::named(uri.to_string(), line, ""),
         }
     }
 
-    /// The place of 0-based `line` in `path`.
-    pub(crate) fn place_in(&mut self, path: &Path, line: u32) -> Place {
+    /// The place of `line` in `path`.
+    pub(crate) fn place_in(&mut self, path: &Path, line: Line) -> Place {
         let text = self
             .files
             .entry(path.to_path_buf())
@@ -119,22 +88,18 @@ impl<'a> Quoter<'a> {
                     .map(|text| Lines::new(Arc::from(text)))
             })
             .as_ref()
-            .and_then(|lines| lines.line(line as usize))
-            .map(quote)
+            .and_then(|lines| lines.line(line.index()))
             .unwrap_or_default();
-        Place {
-            path: self.workspace.display(path),
-            line: line + 1,
-            text,
-        }
+        Place::new(self.workspace, path, line, text)
     }
 
     /// Whether `uri` is the workspace's own code rather than a dependency or the toolchain.
     pub(crate) fn is_own(&self, uri: &Url) -> bool {
-        let Ok(path) = uri.to_file_path() else {
-            return false;
-        };
-        let Ok(relative) = path.strip_prefix(self.workspace.root()) else {
+        let Some(relative) = uri
+            .to_file_path()
+            .ok()
+            .and_then(|path| self.workspace.relative(&path))
+        else {
             return false;
         };
         !relative.components().any(|component| {
@@ -142,17 +107,6 @@ impl<'a> Quoter<'a> {
             DEPENDENCY_DIRS.contains(&name.as_ref())
         })
     }
-}
-
-/// A line as quoted: trimmed, and cut when very long.
-pub(crate) fn quote(line: &str) -> String {
-    let line = line.trim();
-    if line.chars().count() <= LINE_CHARS {
-        return line.to_owned();
-    }
-    let mut cut: String = line.chars().take(LINE_CHARS).collect();
-    cut.push('…');
-    cut
 }
 
 /// The note under a capped list.
@@ -395,7 +349,7 @@ mod tests {
         let mut quoter = Quoter::new(&workspace);
         let uri = Url::from_file_path(workspace.root().join("src/lib.rs")).unwrap();
         assert_eq!(
-            quoter.place(&uri, 1).render(),
+            quoter.place(&uri, Line::from_lsp(1)).to_string(),
             "src/lib.rs:2: pub fn answer() {}"
         );
         assert!(quoter.is_own(&uri));

@@ -14,7 +14,7 @@ use async_lsp::lsp_types::{
     GotoDefinitionResponse, PartialResultParams, Position, TextDocumentIdentifier,
     TextDocumentPositionParams, Url, WorkDoneProgressParams,
 };
-
+use tools_core::Line;
 use tools_lsp_client::Session;
 
 /// A symbol's declaration in the stub that shadows its implementation.
@@ -24,6 +24,13 @@ pub(crate) struct StubDeclaration {
     pub(crate) path: PathBuf,
     /// Where its name is declared there.
     pub(crate) position: TextDocumentPositionParams,
+}
+
+impl StubDeclaration {
+    /// The line its name is declared on.
+    pub(crate) fn line(&self) -> Line {
+        Line::from_lsp(self.position.position.line)
+    }
 }
 
 /// The `.pyi` beside a `.py` file, when there is one.

@@ -167,7 +167,7 @@ async fn through_tool(fixture: &Fixture) -> anyhow::Result<(Duration, Vec<Durati
         })
     };
     let set =
-        call(json!({"operation": "breakpoints", "file": fixture.source, "lines": [fixture.line]}))
+        call(json!({"operation": "breakpoints", "path": fixture.source, "lines": [fixture.line]}))
             .await;
     if set.is_error {
         bail!("breakpoints failed: {}", set.text);

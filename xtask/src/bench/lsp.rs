@@ -57,7 +57,7 @@ async fn lsp() -> anyhow::Result<()> {
     println!("rust-analyzer on this workspace ({})", root.display());
     let first = &targets[0];
     let started = Instant::now();
-    let answer = call(json!({"operation": "hover", "file": first.file, "line": first.line, "symbol": first.symbol})).await;
+    let answer = call(json!({"operation": "hover", "path": first.file, "line": first.line, "symbol": first.symbol})).await;
     let first_answer = started.elapsed();
     if answer.is_error {
         bail!("the first call failed: {}", answer.text);
@@ -78,7 +78,7 @@ async fn lsp() -> anyhow::Result<()> {
             for operation in ["hover", "definition", "references"] {
                 let before = supervisor.server_time();
                 let started = Instant::now();
-                let answer = call(json!({"operation": operation, "file": target.file, "line": target.line, "symbol": target.symbol})).await;
+                let answer = call(json!({"operation": operation, "path": target.file, "line": target.line, "symbol": target.symbol})).await;
                 let elapsed = started.elapsed();
                 let server_time = supervisor.server_time().saturating_sub(before);
                 if answer.is_error {

@@ -38,7 +38,14 @@ async fn ast_6_search_stage_and_accept_over_mcp() {
     assert!(!is_error(&found), "{}", text(&found));
     let structured = found.structured_content.clone().unwrap();
     assert_eq!(structured["total"], 2);
-    assert_eq!(structured["matches"][1]["path"], "lib/b.dart");
+    // A match starts at a place like every tool's (path, line, the line's text); the code it
+    // matched is apart.
+    let second = &structured["matches"][1];
+    assert_eq!(
+        (&second["path"], &second["line"], &second["text"]),
+        (&json!("lib/b.dart"), &json!(2), &json!("dispose(y);"))
+    );
+    assert_eq!(second["matched"], "dispose(y)");
     let staged = server
         .call(
             "ast_edit",

@@ -129,7 +129,7 @@ async fn dbg_5_debugpy_end_to_end() {
 
     let (set, _) = debug(
         &server,
-        json!({"operation": "breakpoints", "file": "app.py", "lines": [14]}),
+        json!({"operation": "breakpoints", "path": "app.py", "lines": [14]}),
     )
     .await;
     assert!(
@@ -159,7 +159,10 @@ async fn dbg_5_debugpy_end_to_end() {
     assert!(stop.contains("count = 3"), "{stop}");
     // A child process runs free (it is not debugged) and its output is the program's.
     assert!(stop.contains("hello from app 42"), "{stop}");
+    // The stop is a place like every tool's: path, line and the line's text.
+    assert_eq!(data["stopped"]["path"], "app.py");
     assert_eq!(data["stopped"]["line"], 14);
+    assert_eq!(data["stopped"]["text"], "value = helper(count)");
     assert_eq!(data["adapter"], "debugpy");
     let frame = data["stopped"]["frame_id"].as_i64().unwrap();
 
@@ -264,7 +267,7 @@ async fn dbg_4_terminate_ends_everything_and_a_new_session_may_start() {
     let server = start(dir.path()).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "app.py", "lines": [14]}),
+        json!({"operation": "breakpoints", "path": "app.py", "lines": [14]}),
     )
     .await;
     let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
@@ -272,6 +275,7 @@ async fn dbg_4_terminate_ends_everything_and_a_new_session_may_start() {
     // Breakpoints set during a session reach the adapter at once.
     let (set, _) = debug(
         &server,
+        // `file`, the argument's old name, still names the file.
         json!({"operation": "breakpoints", "file": "app.py", "lines": [16, 14]}),
     )
     .await;
@@ -303,7 +307,7 @@ async fn dbg_4_terminate_ends_everything_and_a_new_session_may_start() {
     // Clearing the file's breakpoints lets the program run to its end.
     let (cleared, _) = debug(
         &server,
-        json!({"operation": "breakpoints", "file": "app.py", "lines": []}),
+        json!({"operation": "breakpoints", "path": "app.py", "lines": []}),
     )
     .await;
     assert!(cleared.contains("cleared"), "{cleared}");
@@ -325,7 +329,7 @@ async fn dbg_4_a_session_past_its_ttl_is_killed_and_the_next_call_says_so() {
     let server = start(dir.path()).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "app.py", "lines": [14]}),
+        json!({"operation": "breakpoints", "path": "app.py", "lines": [14]}),
     )
     .await;
     let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
@@ -474,7 +478,7 @@ async fn dbg_5_attach_by_port_to_a_listening_debugpy() {
     let server = start(dir.path()).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "loop.py", "lines": [5]}),
+        json!({"operation": "breakpoints", "path": "loop.py", "lines": [5]}),
     )
     .await;
     // The listener may take a moment to open its port.
@@ -525,7 +529,7 @@ async fn dbg_4_no_adapter_or_debuggee_outlives_a_killed_serve() {
     let server = start(dir.path()).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "daemon.py", "lines": [4]}),
+        json!({"operation": "breakpoints", "path": "daemon.py", "lines": [4]}),
     )
     .await;
     let (stop, _) = debug(
@@ -606,7 +610,7 @@ async fn dbg_5_lldb_end_to_end_with_a_c_program() {
     let server = start(root).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "main.c", "lines": [23]}),
+        json!({"operation": "breakpoints", "path": "main.c", "lines": [23]}),
     )
     .await;
     let (stop, data) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
@@ -746,7 +750,7 @@ async fn dbg_5_delve_end_to_end_with_a_go_package() {
     let server = start(root).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "main.go", "lines": [27]}),
+        json!({"operation": "breakpoints", "path": "main.go", "lines": [27]}),
     )
     .await;
     let (stop, data) = debug(&server, json!({"operation": "launch", "program": "."})).await;
@@ -1009,7 +1013,7 @@ async fn dbg_4_no_lldb_or_c_program_outlives_a_killed_serve() {
     let server = start(root).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "main.c", "lines": [23]}),
+        json!({"operation": "breakpoints", "path": "main.c", "lines": [23]}),
     )
     .await;
     let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
@@ -1044,7 +1048,7 @@ async fn dbg_4_no_delve_or_go_program_outlives_a_killed_serve() {
     let server = start(root).await;
     debug(
         &server,
-        json!({"operation": "breakpoints", "file": "main.go", "lines": [27]}),
+        json!({"operation": "breakpoints", "path": "main.go", "lines": [27]}),
     )
     .await;
     let (stop, _) = debug(&server, json!({"operation": "launch", "program": "."})).await;

@@ -77,7 +77,7 @@ pub(crate) fn signal(pid: u32, signal: rustix::process::Signal) {
 /// Sends `lsp diagnostics "*"` without waiting for the answer.
 async fn start_project_check(server: &Server) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
     let params = CallToolRequestParams::new("lsp").with_arguments(
-        json!({"operation": "diagnostics", "file": "*"})
+        json!({"operation": "diagnostics", "path": "*"})
             .as_object()
             .cloned()
             .unwrap(),
@@ -189,7 +189,7 @@ async fn sigterm_while_rust_analyzer_runs_a_build_script_leaves_no_process_behin
         ],
     );
     let server = start_allowing(&root).await;
-    let status = server.call("lsp", json!({"operation": "symbols", "file": "src/lib.rs"}));
+    let status = server.call("lsp", json!({"operation": "symbols", "path": "src/lib.rs"}));
     tokio::pin!(status);
     let found = tokio::select! {
         found = until_processes(&server.mark, |found| found.iter().any(|p| p.contains("build-script-build"))) => found,

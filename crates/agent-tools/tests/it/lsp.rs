@@ -120,7 +120,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
     let server = start(&root).await;
     let definition = lsp(
         &server,
-        json!({"operation": "definition", "file": "src/lib.rs", "line": 10, "symbol": "add"}),
+        json!({"operation": "definition", "path": "src/lib.rs", "line": 10, "symbol": "add"}),
     )
     .await;
     assert_eq!(
@@ -129,7 +129,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
     );
     let type_definition = lsp(
         &server,
-        json!({"operation": "type_definition", "file": "src/lib.rs", "line": 10, "symbol": "circle"}),
+        json!({"operation": "type_definition", "path": "src/lib.rs", "line": 10, "symbol": "circle"}),
     )
     .await;
     assert!(
@@ -138,7 +138,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
     );
     let implementation = lsp(
         &server,
-        json!({"operation": "implementation", "file": "src/shapes.rs", "line": 1, "symbol": "Area"}),
+        json!({"operation": "implementation", "path": "src/shapes.rs", "line": 1, "symbol": "Area"}),
     )
     .await;
     assert!(
@@ -147,7 +147,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
     );
     let references = lsp(
         &server,
-        json!({"operation": "references", "file": "src/lib.rs", "line": 4, "symbol": "add"}),
+        json!({"operation": "references", "path": "src/lib.rs", "line": 4, "symbol": "add"}),
     )
     .await;
     assert!(
@@ -156,13 +156,13 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
     );
     let hover = lsp(
         &server,
-        json!({"operation": "hover", "file": "src/lib.rs", "line": 4, "symbol": "add"}),
+        json!({"operation": "hover", "path": "src/lib.rs", "line": 4, "symbol": "add"}),
     )
     .await;
     assert!(hover.contains("Adds two numbers."), "{hover}");
     let outline = lsp(
         &server,
-        json!({"operation": "symbols", "file": "src/shapes.rs"}),
+        json!({"operation": "symbols", "path": "src/shapes.rs"}),
     )
     .await;
     assert!(outline.contains("struct Circle (line 5)"), "{outline}");
@@ -170,20 +170,20 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
     assert!(search.contains("function twice — src/lib.rs:8"), "{search}");
     let actions = lsp(
         &server,
-        json!({"operation": "code_actions", "file": "src/lib.rs", "line": 9, "symbol": "circle"}),
+        json!({"operation": "code_actions", "path": "src/lib.rs", "line": 9, "symbol": "circle"}),
     )
     .await;
     assert!(actions.contains("code action"), "{actions}");
     let diagnostics = lsp(
         &server,
-        json!({"operation": "diagnostics", "file": "src/shapes.rs"}),
+        json!({"operation": "diagnostics", "path": "src/shapes.rs"}),
     )
     .await;
     assert!(
         diagnostics.contains("src/shapes.rs:16: error[E0308]"),
         "{diagnostics}"
     );
-    let checked = lsp(&server, json!({"operation": "diagnostics", "file": "*"})).await;
+    let checked = lsp(&server, json!({"operation": "diagnostics", "path": "*"})).await;
     assert!(
         checked.contains("src/shapes.rs:16: error[E0308]: mismatched types"),
         "{checked}"
@@ -191,7 +191,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
     let renamed = server
         .call(
             "lsp_rename",
-            json!({"file": "src/lib.rs", "line": 4, "symbol": "add", "new_name": "plus"}),
+            json!({"path": "src/lib.rs", "line": 4, "symbol": "add", "new_name": "plus"}),
         )
         .await;
     assert_eq!(
@@ -245,7 +245,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     let server = start(&root).await;
     let definition = lsp(
         &server,
-        json!({"operation": "definition", "file": "pkg/main.py", "line": 8, "symbol": "add"}),
+        json!({"operation": "definition", "path": "pkg/main.py", "line": 8, "symbol": "add"}),
     )
     .await;
     assert_eq!(
@@ -254,7 +254,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     );
     let type_definition = lsp(
         &server,
-        json!({"operation": "type_definition", "file": "pkg/main.py", "line": 7, "symbol": "circle"}),
+        json!({"operation": "type_definition", "path": "pkg/main.py", "line": 7, "symbol": "circle"}),
     )
     .await;
     assert!(
@@ -263,7 +263,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     );
     let implementation = lsp(
         &server,
-        json!({"operation": "implementation", "file": "pkg/main.py", "line": 8, "symbol": "shape.area"}),
+        json!({"operation": "implementation", "path": "pkg/main.py", "line": 8, "symbol": "shape.area"}),
     )
     .await;
     assert!(
@@ -272,7 +272,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     );
     let references = lsp(
         &server,
-        json!({"operation": "references", "file": "pkg/shapes.py", "line": 11, "symbol": "add"}),
+        json!({"operation": "references", "path": "pkg/shapes.py", "line": 11, "symbol": "add"}),
     )
     .await;
     assert!(
@@ -281,13 +281,13 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     );
     let hover = lsp(
         &server,
-        json!({"operation": "hover", "file": "pkg/shapes.py", "line": 11, "symbol": "add"}),
+        json!({"operation": "hover", "path": "pkg/shapes.py", "line": 11, "symbol": "add"}),
     )
     .await;
     assert!(hover.contains("Adds two numbers."), "{hover}");
     let outline = lsp(
         &server,
-        json!({"operation": "symbols", "file": "pkg/shapes.py"}),
+        json!({"operation": "symbols", "path": "pkg/shapes.py"}),
     )
     .await;
     assert!(outline.contains("class Circle (line 6)"), "{outline}");
@@ -298,7 +298,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     );
     let actions = lsp(
         &server,
-        json!({"operation": "code_actions", "file": "pkg/main.py", "line": 1, "symbol": "os"}),
+        json!({"operation": "code_actions", "path": "pkg/main.py", "line": 1, "symbol": "os"}),
     )
     .await;
     assert!(
@@ -307,14 +307,14 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     );
     let diagnostics = lsp(
         &server,
-        json!({"operation": "diagnostics", "file": "pkg/main.py"}),
+        json!({"operation": "diagnostics", "path": "pkg/main.py"}),
     )
     .await;
     assert!(
         diagnostics.contains("pkg/main.py:12: error[reportReturnType]"),
         "{diagnostics}"
     );
-    let checked = lsp(&server, json!({"operation": "diagnostics", "file": "*"})).await;
+    let checked = lsp(&server, json!({"operation": "diagnostics", "path": "*"})).await;
     assert!(
         checked.contains("pkg/main.py:12: error[reportReturnType]"),
         "{checked}"
@@ -322,7 +322,7 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     let renamed = server
         .call(
             "lsp_rename",
-            json!({"file": "pkg/shapes.py", "line": 11, "symbol": "add", "new_name": "plus"}),
+            json!({"path": "pkg/shapes.py", "line": 11, "symbol": "add", "new_name": "plus"}),
         )
         .await;
     assert_eq!(

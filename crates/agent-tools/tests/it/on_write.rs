@@ -458,7 +458,7 @@ async fn lsp_6_refusals_that_need_no_server_start_none() {
         ),
         (
             "lsp_rename",
-            json!({"file": "app/calls.py", "line": 1, "symbol": "y", "new_name": "z"}),
+            json!({"path": "app/calls.py", "line": 1, "symbol": "y", "new_name": "z"}),
             "line 1 of app/calls.py has no `y`",
         ),
     ];

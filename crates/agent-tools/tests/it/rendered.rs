@@ -152,31 +152,31 @@ async fn lsp_5_the_language_server_tools_answer_as_snapshotted() {
     t.call(
         &server,
         "lsp",
-        json!({"operation": "symbols", "file": "app.py"}),
+        json!({"operation": "symbols", "path": "app.py"}),
     )
     .await;
     t.call(
         &server,
         "lsp",
-        json!({"operation": "references", "file": "app.py", "line": 4, "symbol": "total"}),
+        json!({"operation": "references", "path": "app.py", "line": 4, "symbol": "total"}),
     )
     .await;
     t.call(
         &server,
         "lsp",
-        json!({"operation": "hover", "file": "app.py", "line": 4, "symbol": "total"}),
+        json!({"operation": "hover", "path": "app.py", "line": 4, "symbol": "total"}),
     )
     .await;
     t.call(
         &server,
         "lsp",
-        json!({"operation": "diagnostics", "file": "app.py"}),
+        json!({"operation": "diagnostics", "path": "app.py"}),
     )
     .await;
     t.call(
         &server,
         "lsp_rename",
-        json!({"file": "app.py", "line": 4, "symbol": "total", "new_name": "sum_prices"}),
+        json!({"path": "app.py", "line": 4, "symbol": "total", "new_name": "sum_prices"}),
     )
     .await;
     t.call(&server, "edit",
@@ -184,19 +184,19 @@ async fn lsp_5_the_language_server_tools_answer_as_snapshotted() {
     )
     .await;
     t.call(&server, "lsp",
-        json!({"operation": "code_actions", "file": "app.py", "line": 15, "symbol": "undefined_name"}),
+        json!({"operation": "code_actions", "path": "app.py", "line": 15, "symbol": "undefined_name"}),
     )
     .await;
     t.call(
         &server,
         "lsp_code_action",
-        json!({"file": "app.py", "line": 15, "symbol": "undefined_name", "title": "Define it"}),
+        json!({"path": "app.py", "line": 15, "symbol": "undefined_name", "title": "Define it"}),
     )
     .await;
     t.call(
         &server,
         "lsp_code_action",
-        json!({"file": "app.py", "line": 15, "symbol": "undefined_name",
+        json!({"path": "app.py", "line": 15, "symbol": "undefined_name",
             "title": "Add `# pyright: ignore[reportUndefinedVariable]`"}),
     )
     .await;
@@ -247,7 +247,7 @@ async fn dbg_1_a_debug_session_answers_as_snapshotted() {
     t.call(
         &server,
         "debug",
-        json!({"operation": "breakpoints", "file": "app.py", "lines": [9]}),
+        json!({"operation": "breakpoints", "path": "app.py", "lines": [9]}),
     )
     .await;
     t.call(
@@ -269,7 +269,7 @@ async fn dbg_1_a_debug_session_answers_as_snapshotted() {
     t.call(
         &server,
         "debug",
-        json!({"operation": "breakpoints", "file": "app.py", "lines": []}),
+        json!({"operation": "breakpoints", "path": "app.py", "lines": []}),
     )
     .await;
     t.call(&server, "debug", json!({"operation": "continue"}))

@@ -211,7 +211,7 @@ async fn lsp_7_rust_every_broken_call_is_counted_here_and_in_other_files() {
     let renamed = call_ok(
         &server,
         "lsp_rename",
-        json!({"file": "src/lib.rs", "line": 23, "symbol": "step", "new_name": "fn"}),
+        json!({"path": "src/lib.rs", "line": 23, "symbol": "step", "new_name": "fn"}),
     )
     .await;
     assert!(
@@ -287,7 +287,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let checked = call_ok(
         &server,
         "lsp",
-        json!({"operation": "diagnostics", "file": "*"}),
+        json!({"operation": "diagnostics", "path": "*"}),
     )
     .await;
     assert!(
@@ -298,7 +298,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let errors = call_ok(
         &server,
         "lsp",
-        json!({"operation": "diagnostics", "file": "app/more*", "severity": "warning"}),
+        json!({"operation": "diagnostics", "path": "app/more*", "severity": "warning"}),
     )
     .await;
     assert!(
@@ -312,7 +312,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let outline = call_ok(
         &server,
         "lsp",
-        json!({"operation": "symbols", "file": "app/big.py"}),
+        json!({"operation": "symbols", "path": "app/big.py"}),
     )
     .await;
     assert!(outline.starts_with("225 symbols in app/big.py:\nclass First (line 1)\n  method method (line 2)\nfunction many (line 6)"), "{outline}");
@@ -330,7 +330,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let in_file = call_ok(
         &server,
         "lsp",
-        json!({"operation": "symbols", "file": "app/big.py", "query": "Last"}),
+        json!({"operation": "symbols", "path": "app/big.py", "query": "Last"}),
     )
     .await;
     assert_eq!(
@@ -360,7 +360,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let references = call_ok(
         &server,
         "lsp",
-        json!({"operation": "references", "file": "app/shapes.py", "line": 4, "symbol": "area", "max_results": 10}),
+        json!({"operation": "references", "path": "app/shapes.py", "line": 4, "symbol": "area", "max_results": 10}),
     )
     .await;
     let lines: Vec<&str> = references.lines().collect();
@@ -383,7 +383,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let hover = call_ok(
         &server,
         "lsp",
-        json!({"operation": "hover", "file": "app/more.py", "line": 6, "symbol": "area"}),
+        json!({"operation": "hover", "path": "app/more.py", "line": 6, "symbol": "area"}),
     )
     .await;
     assert!(hover.contains("The area of a square."), "{hover}");
@@ -443,7 +443,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let references = call_ok(
         &server,
         "lsp",
-        json!({"operation": "references", "file": "app/stubbed.py", "line": 1, "symbol": "scale"}),
+        json!({"operation": "references", "path": "app/stubbed.py", "line": 1, "symbol": "scale"}),
     )
     .await;
     for place in [
@@ -467,7 +467,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let renamed = call_ok(
         &server,
         "lsp_rename",
-        json!({"file": "app/stubbed.py", "line": 1, "symbol": "scale", "new_name": "double"}),
+        json!({"path": "app/stubbed.py", "line": 1, "symbol": "scale", "new_name": "double"}),
     )
     .await;
     assert!(
@@ -500,7 +500,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let actions = call_ok(
         &server,
         "lsp",
-        json!({"operation": "code_actions", "file": "app/more.py", "line": 1, "symbol": "os"}),
+        json!({"operation": "code_actions", "path": "app/more.py", "line": 1, "symbol": "os"}),
     )
     .await;
     assert!(
@@ -510,7 +510,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let (shown, diagnostics) = write_call(
         &server,
         "lsp_code_action",
-        json!({"file": "app/more.py", "line": 1, "symbol": "os", "title": "pyright: ignore"}),
+        json!({"path": "app/more.py", "line": 1, "symbol": "os", "title": "pyright: ignore"}),
     )
     .await;
     assert!(
@@ -532,7 +532,7 @@ async fn lsp_5_python_answers_keep_the_point_and_writes_report_their_fallout() {
     let unknown = server
         .call(
             "lsp_code_action",
-            json!({"file": "app/more.py", "line": 1, "symbol": "os", "title": "Inline"}),
+            json!({"path": "app/more.py", "line": 1, "symbol": "os", "title": "Inline"}),
         )
         .await;
     assert!(is_error(&unknown));
@@ -577,7 +577,7 @@ async fn lsp_8_c_a_rename_without_a_compile_database_says_what_it_left_and_does_
         call_ok(
             &server,
             "lsp",
-            json!({"operation": "hover", "file": file, "line": line, "symbol": "ts_stack_halt"}),
+            json!({"operation": "hover", "path": file, "line": line, "symbol": "ts_stack_halt"}),
         )
         .await;
     }
@@ -585,7 +585,7 @@ async fn lsp_8_c_a_rename_without_a_compile_database_says_what_it_left_and_does_
     let (renamed, diagnostics) = write_call(
         &server,
         "lsp_rename",
-        json!({"file": "src/parser.c", "line": 4, "symbol": "ts_stack_halt", "new_name": "ts_stack_stop"}),
+        json!({"path": "src/parser.c", "line": 4, "symbol": "ts_stack_halt", "new_name": "ts_stack_stop"}),
     )
     .await;
     // Every renamed file settles at once: nothing waits for a publish clangd never sends.
@@ -648,7 +648,7 @@ async fn lsp_8_c_a_rename_without_a_compile_database_says_what_it_left_and_does_
     let references = call_ok(
         &server,
         "lsp",
-        json!({"operation": "references", "file": "src/stack.h", "line": 7, "symbol": "ts_stack_size"}),
+        json!({"operation": "references", "path": "src/stack.h", "line": 7, "symbol": "ts_stack_size"}),
     )
     .await;
     assert!(

@@ -171,7 +171,7 @@ async fn prod_5_a_rename_through_a_symlink_out_of_the_workspace_is_refused() {
     let renamed = server
         .call(
             "lsp_rename",
-            json!({"file": "pkg/core.py", "line": 1, "symbol": "total", "new_name": "grand_total"}),
+            json!({"path": "pkg/core.py", "line": 1, "symbol": "total", "new_name": "grand_total"}),
         )
         .await;
     assert_eq!(
@@ -207,7 +207,7 @@ async fn an_edit_racing_a_rename_is_never_overwritten_with_stale_text() {
     let warm = server
         .call(
             "lsp",
-            json!({"operation": "references", "file": "pkg/core.py", "line": 1, "symbol": "total"}),
+            json!({"operation": "references", "path": "pkg/core.py", "line": 1, "symbol": "total"}),
         )
         .await;
     assert!(!is_error(&warm), "{}", text(&warm));
@@ -223,7 +223,7 @@ async fn an_edit_racing_a_rename_is_never_overwritten_with_stale_text() {
             ),
             server.call(
                 "lsp_rename",
-                json!({"file": "pkg/core.py", "line": 1, "symbol": names[0], "new_name": names[1]}),
+                json!({"path": "pkg/core.py", "line": 1, "symbol": names[0], "new_name": names[1]}),
             ),
         );
         let used = std::fs::read_to_string(root.join("pkg/use.py")).unwrap();

@@ -542,7 +542,7 @@ fn matched(result: &ToolResult) -> Vec<String> {
         .iter()
         .map(|m| {
             let path = m["path"].as_str().unwrap();
-            format!("{path}:{}: {}", m["line"], m["text"].as_str().unwrap())
+            format!("{path}:{}: {}", m["line"], m["matched"].as_str().unwrap())
         })
         .collect()
 }
@@ -876,7 +876,7 @@ async fn index_lines_in_a_large_file_parsed_in_pieces_are_the_files_lines() {
         let at_line = found["line"].as_u64().unwrap() as usize;
         let column = found["column"].as_u64().unwrap() as usize;
         let text: String = lines[at_line - 1].chars().skip(column - 1).collect();
-        assert_eq!(found["line_text"], lines[at_line - 1], "{}", result.text);
+        assert_eq!(found["text"], lines[at_line - 1].trim(), "{}", result.text);
         assert!(text.starts_with(&name), "{}", result.text);
         assert_eq!(found["end_line"], at_line);
     }

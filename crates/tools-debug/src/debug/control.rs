@@ -2,19 +2,16 @@
 //! and `terminate`; each control operation answers once the program stopped or exited
 //! (`settle`), or says it still runs.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tools_core::{CallContext, ToolError, ToolOutput, Workspace};
+use tools_core::{CallContext, ToolError, ToolOutput};
 
 use super::render::{
     render_ended, render_exited, render_output, render_still_running, render_stopped,
 };
 use super::{Answer, Debug, DebugInput, DebugOutput, Operation, StopPlace};
-use crate::dap::events::Stopped;
 use crate::dap::requests::{Continue, Next, Pause, Request, StepIn, StepOut, ThreadArguments};
-use crate::dap::types::StackFrame;
 use crate::session::{RunState, Session, Waited};
 
 /// How long the output must be quiet before a stop is reported with what the program printed.
@@ -233,7 +230,7 @@ impl Debug {
                     locals.as_deref(),
                     (&printed, cut),
                 ));
-                output.stopped = Some(stop_place(context.workspace(), stop, top.as_ref()));
+                output.stopped = Some(StopPlace::new(context.workspace(), stop, top.as_ref()));
             }
             (RunState::Exited(code), _) => {
                 output.exit_code = *code;
@@ -257,18 +254,5 @@ impl Debug {
             }
         }
         Ok(ToolOutput::new(text.trim_end().to_owned(), output))
-    }
-}
-
-/// Where the program stopped, for the structured result.
-fn stop_place(workspace: &Workspace, stop: &Stopped, top: Option<&StackFrame>) -> StopPlace {
-    StopPlace {
-        reason: stop.reason.clone(),
-        thread_id: stop.thread_id,
-        file: top
-            .and_then(|f| f.source.as_ref()?.path.as_deref())
-            .map(|p| workspace.display(Path::new(p))),
-        line: top.map(|f| f.line),
-        frame_id: top.map(|f| f.id),
     }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tools_core::{ToolOutput, Workspace};
+use tools_core::{Line, Place, ToolOutput, Workspace};
 
 use super::{CONTEXT_LINES, DebugOutput, MAX_CHILDREN, MAX_FRAMES, MAX_VALUE_CHARS};
 use crate::adapters::AdapterReport;
@@ -109,14 +109,43 @@ pub(super) fn render_breakpoints(workspace: &Workspace, set: &[FileBreakpoints])
     text.trim_end().to_owned()
 }
 
-pub(super) fn frame_place(workspace: &Workspace, frame: &StackFrame) -> String {
-    let file = frame
+/// A frame as answers name it, `path:LINE` (the adapter's name for a source it gives no path
+/// for, `<no source>` without either).
+pub(super) fn frame_at(workspace: &Workspace, frame: &StackFrame) -> String {
+    let name = frame
         .source
         .as_ref()
         .and_then(|s| s.path.clone().or_else(|| s.name.clone()))
         .map(|p| workspace.display(Path::new(&p)))
         .unwrap_or_else(|| "<no source>".to_owned());
-    format!("{file}:{}", frame.line)
+    match Line::from_dap(frame.line) {
+        Some(line) => Place::named(name, line, "").at().to_string(),
+        // DAP's line 0 is a frame the adapter has no line for: no place, so it is shown as
+        // the adapter gave it.
+        None => format!("{name}:{}", frame.line),
+    }
+}
+
+/// Where a frame is, as structured results give it: its source file at its line, with the
+/// line's text; `None` when the adapter gives no path or no line for it.
+pub(super) fn frame_place(workspace: &Workspace, frame: &StackFrame) -> Option<Place> {
+    let path = frame.source.as_ref()?.path.as_deref()?;
+    let line = Line::from_dap(frame.line)?;
+    let source = frame_source(frame).unwrap_or_default();
+    let text = source.lines().nth(line.index()).unwrap_or_default();
+    Some(Place::new(workspace, Path::new(path), line, text))
+}
+
+/// The text of a frame's source file, when the adapter names its path and it is a file small
+/// enough to quote from.
+fn frame_source(frame: &StackFrame) -> Option<String> {
+    frame
+        .source
+        .as_ref()
+        .and_then(|s| s.path.as_ref())
+        .map(PathBuf::from)
+        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() < 4 << 20))
+        .and_then(|path| std::fs::read_to_string(path).ok())
 }
 
 /// The top frame as `path:LINE in NAME`, with the source lines around it (the stop line
@@ -124,31 +153,21 @@ pub(super) fn frame_place(workspace: &Workspace, frame: &StackFrame) -> String {
 pub(super) fn render_frame(workspace: &Workspace, frame: &StackFrame) -> String {
     let mut text = format!(
         "at {} in {} (frame {})",
-        frame_place(workspace, frame),
+        frame_at(workspace, frame),
         frame.name,
         frame.id
     );
-    let source = frame
-        .source
-        .as_ref()
-        .and_then(|s| s.path.as_ref())
-        .map(PathBuf::from)
-        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() < 4 << 20))
-        .and_then(|path| std::fs::read_to_string(path).ok());
-    if let Some(source) = source
-        && frame.line > 0
-    {
-        let first = frame.line.saturating_sub(CONTEXT_LINES).max(1);
-        let last = frame.line + CONTEXT_LINES;
-        for (index, line) in source.lines().enumerate() {
-            let number = index as u32 + 1;
-            if number < first {
-                continue;
-            }
-            if number > last {
-                break;
-            }
-            let marker = if number == frame.line { ">" } else { " " };
+    if let (Some(source), Some(stopped)) = (frame_source(frame), Line::from_dap(frame.line)) {
+        let around = CONTEXT_LINES;
+        let first = stopped.index().saturating_sub(around);
+        for (index, line) in source
+            .lines()
+            .enumerate()
+            .skip(first)
+            .take(stopped.index() + around + 1 - first)
+        {
+            let number = Line::from_index(index);
+            let marker = if number == stopped { ">" } else { " " };
             let _ = write!(text, "\n{marker}{number:>5} | {}", cap(line, 200));
         }
     }
@@ -187,7 +206,7 @@ pub(super) fn render_stack(
             "\nframe {}: {} at {}",
             frame.id,
             frame.name,
-            frame_place(workspace, frame)
+            frame_at(workspace, frame)
         );
     }
     let total = trace
@@ -455,6 +474,39 @@ mod tests {
             render_frame(&workspace, &frame(&workspace, 1, "f", 1)),
             "at app.py:1 in f (frame 1)\n>    1 | line 1\n     2 | line 2\n     3 | line 3"
         );
+    }
+
+    #[test]
+    fn dbg_5_a_stop_has_the_place_shape_of_every_tool() {
+        let (_dir, workspace) = workspace();
+        let stop = Stopped {
+            reason: "breakpoint".into(),
+            description: None,
+            thread_id: Some(1),
+        };
+        let top = frame(&workspace, 4, "main", 2);
+        let stopped = super::super::StopPlace::new(&workspace, &stop, Some(&top));
+        assert_eq!(
+            serde_json::to_value(&stopped).unwrap(),
+            serde_json::json!({
+                "reason": "breakpoint", "thread_id": 1, "path": "app.py", "line": 2,
+                "text": "line 2", "frame_id": 4
+            })
+        );
+        // DAP's line 0 with no source is a frame the adapter cannot place.
+        let nowhere = StackFrame {
+            id: 5,
+            name: "start".into(),
+            source: None,
+            line: 0,
+        };
+        let stopped = super::super::StopPlace::new(&workspace, &stop, Some(&nowhere));
+        assert_eq!(
+            serde_json::to_value(&stopped).unwrap(),
+            serde_json::json!({"reason": "breakpoint", "thread_id": 1, "frame_id": 5})
+        );
+        assert_eq!(frame_at(&workspace, &nowhere), "<no source>:0");
+        assert_eq!(frame_at(&workspace, &top), "app.py:2");
     }
 
     #[test]

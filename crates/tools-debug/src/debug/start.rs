@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use tools_core::{CallContext, ToolError, ToolOutput};
 
-use super::render::{frame_place, join, render_breakpoints, render_breakpoints_set};
-use super::{Answer, Debug, DebugInput, DebugOutput, Operation, needs};
+use super::render::{frame_at, join, render_breakpoints, render_breakpoints_set};
+use super::{Answer, Debug, DebugInput, DebugOutput, Operation, StopPlace, needs};
 use crate::adapters::{self, AdapterId};
 use crate::session::{RunState, Session, Start};
 
@@ -41,10 +41,11 @@ impl Debug {
                     let _ = writeln!(
                         text,
                         "stopped at {} in {} (frame {})",
-                        frame_place(context.workspace(), &frame),
+                        frame_at(context.workspace(), &frame),
                         frame.name,
                         frame.id
                     );
+                    output.stopped = Some(StopPlace::new(context.workspace(), stop, Some(&frame)));
                 }
                 output.adapter = Some(session.adapter);
                 output.state = Some(state.describe());
@@ -69,10 +70,10 @@ impl Debug {
         input: DebugInput,
     ) -> Answer {
         let operation = input.operation;
-        let given = input.file.ok_or_else(|| {
+        let given = input.path.ok_or_else(|| {
             needs(
                 operation,
-                "file",
+                "path",
                 "the source file, relative to the workspace root",
             )
         })?;

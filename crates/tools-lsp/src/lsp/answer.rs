@@ -1,10 +1,12 @@
 //! What each `lsp` operation found, as values, and the one place they become the text the
 //! model reads and the structured content beside it (LSP-5).
 
+use tools_core::Place;
+
 use super::ServerReport;
 use super::request::Navigation;
 use super::{ActionItem, DiagnosticItem, LspOutput, Operation, SeverityFilter, SymbolItem};
-use crate::render::{Place, plural};
+use crate::render::plural;
 
 /// The answer of one `lsp` call.
 #[derive(Debug, Clone)]
@@ -22,13 +24,13 @@ pub(crate) enum LspAnswer {
     Reload(Vec<String>),
 }
 
-/// Where a position question was asked: the server, the identifier it aimed at, and
-/// `path:LINE`.
+/// Where a position question was asked: the server, the identifier it aimed at, and its
+/// place (an answer names it as `path:LINE`).
 #[derive(Debug, Clone)]
 pub(crate) struct Asked {
     pub(crate) server: String,
     pub(crate) aimed: String,
-    pub(crate) here: String,
+    pub(crate) here: Place,
 }
 
 /// Definitions, type definitions, implementations or references.
@@ -83,20 +85,13 @@ pub(crate) struct WorkspaceSymbols {
     pub(crate) notes: Vec<String>,
 }
 
-/// One listed diagnostic and the text of its line (empty when there is none).
-#[derive(Debug, Clone)]
-pub(crate) struct Quoted {
-    pub(crate) item: DiagnosticItem,
-    pub(crate) line: String,
-}
-
 /// A file's errors and warnings as its server sees them now.
 #[derive(Debug, Clone)]
 pub(crate) struct FileDiagnostics {
     pub(crate) server: String,
     pub(crate) file: String,
     /// The listed ones, errors first.
-    pub(crate) listed: Vec<Quoted>,
+    pub(crate) listed: Vec<DiagnosticItem>,
     pub(crate) errors: usize,
     pub(crate) total: usize,
     pub(crate) notes: Vec<String>,
@@ -122,7 +117,7 @@ pub(crate) struct Check {
     pub(crate) filtered: bool,
     pub(crate) prefix: String,
     pub(crate) severity: Option<SeverityFilter>,
-    pub(crate) listed: Vec<Quoted>,
+    pub(crate) listed: Vec<DiagnosticItem>,
     /// How many findings the filters kept.
     pub(crate) total: usize,
     pub(crate) per_file: Option<String>,
@@ -198,7 +193,7 @@ impl LspAnswer {
             LspAnswer::FileDiagnostics(answer) => LspOutput {
                 server: Some(answer.server),
                 total: Some(answer.total),
-                diagnostics: answer.listed.into_iter().map(|q| q.item).collect(),
+                diagnostics: answer.listed,
                 notes: answer.notes,
                 ..LspOutput::new(Operation::Diagnostics)
             },
@@ -212,7 +207,7 @@ impl LspAnswer {
                         .join(", "),
                 ),
                 total: Some(answer.total),
-                diagnostics: answer.listed.into_iter().map(|q| q.item).collect(),
+                diagnostics: answer.listed,
                 notes: answer.notes,
                 ..LspOutput::new(Operation::Diagnostics)
             },
@@ -235,6 +230,7 @@ fn render_places(answer: &Places) -> String {
         aimed,
         here,
     } = &answer.asked;
+    let here = here.at();
     let (noun, empty) = answer.kind.nouns();
     let mut text = match answer.total {
         0 => format!("{server} found {empty} for `{aimed}` at {here}."),
@@ -251,8 +247,7 @@ fn render_places(answer: &Places) -> String {
         text.push_str(&format!("\nPer file: {counts}."));
     }
     for place in &answer.places {
-        text.push('\n');
-        text.push_str(&place.render());
+        text.push_str(&format!("\n{place}"));
     }
     text
 }
@@ -263,6 +258,7 @@ fn render_hover(answer: &Hover) -> String {
         aimed,
         here,
     } = &answer.asked;
+    let here = here.at();
     match &answer.contents {
         Some(contents) => format!("`{aimed}` at {here}:\n{contents}"),
         None => format!("{server} has no hover information for `{aimed}` at {here}."),
@@ -275,6 +271,7 @@ fn render_actions(answer: &Actions) -> String {
         aimed,
         here,
     } = &answer.asked;
+    let here = here.at();
     let mut text = match answer.actions.len() {
         0 => format!("{server} offers no code actions at `{aimed}` ({here})."),
         n => format!(
@@ -328,7 +325,7 @@ fn render_file_symbols(answer: &FileSymbols) -> String {
             "  ".repeat(symbol.depth),
             symbol.kind,
             symbol.name,
-            symbol.line
+            symbol.place.line
         ));
     }
     text
@@ -355,8 +352,10 @@ fn render_workspace_symbols(answer: &WorkspaceSymbols) -> String {
             heading_done = true;
         }
         text.push_str(&format!(
-            "\n{} {} — {}:{}",
-            symbol.kind, symbol.name, symbol.path, symbol.line
+            "\n{} {} — {}",
+            symbol.kind,
+            symbol.name,
+            symbol.place.at()
         ));
     }
     text
@@ -424,12 +423,13 @@ fn render_check(answer: &Check) -> String {
     text
 }
 
-fn render_quoted(text: &mut String, listed: &[Quoted]) {
-    for quoted in listed {
+/// Each diagnostic on its line, with the text of the line it is on under it.
+fn render_quoted(text: &mut String, listed: &[DiagnosticItem]) {
+    for item in listed {
         text.push('\n');
-        text.push_str(&render_diagnostic(&quoted.item));
-        if !quoted.line.is_empty() {
-            text.push_str(&format!("\n    {}", quoted.line));
+        text.push_str(&render_diagnostic(item));
+        if let Some(place) = item.place.as_ref().filter(|place| !place.text.is_empty()) {
+            text.push_str(&format!("\n    {}", place.text));
         }
     }
 }
@@ -480,14 +480,11 @@ fn render_status(reports: &[ServerReport], containment: &tools_process::Containm
 
 /// `src/lib.rs:3: error[E0308]: mismatched types`
 fn render_diagnostic(item: &DiagnosticItem) -> String {
-    let mut text = String::new();
-    if !item.path.is_empty() {
-        text.push_str(&item.path);
-        if let Some(line) = item.line {
-            text.push_str(&format!(":{line}"));
-        }
-        text.push_str(": ");
-    }
+    let mut text = match (&item.place, &item.whole_file) {
+        (Some(place), _) => format!("{}: ", place.at()),
+        (None, Some(path)) => format!("{path}: "),
+        (None, None) => String::new(),
+    };
     text.push_str(&item.severity);
     if let Some(code) = &item.code {
         text.push_str(&format!("[{code}]"));
@@ -507,28 +504,26 @@ fn capitalise(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use tools_core::Line;
+
     use super::*;
 
     fn place(path: &str, line: u32, text: &str) -> Place {
-        Place {
-            path: path.into(),
-            line,
-            text: text.into(),
-        }
+        Place::named(path, Line::new(line).unwrap(), text)
     }
 
     fn asked() -> Asked {
         Asked {
             server: "rust-analyzer".into(),
             aimed: "parse".into(),
-            here: "src/lib.rs:12".into(),
+            here: place("src/lib.rs", 12, "pub fn parse(input: &str) -> Config {"),
         }
     }
 
     fn error(path: &str, line: u32, message: &str) -> DiagnosticItem {
         DiagnosticItem {
-            path: path.into(),
-            line: Some(line),
+            place: Some(place(path, line, "")),
+            whole_file: None,
             severity: "error".into(),
             code: Some("E0061".into()),
             message: message.into(),
@@ -546,12 +541,71 @@ mod tests {
             "src/lib.rs:3: error[E0308]: mismatched types"
         );
         let project = DiagnosticItem {
-            path: String::new(),
-            line: None,
+            place: None,
             code: None,
             ..item
         };
         assert_eq!(render_diagnostic(&project), "error: mismatched types");
+        let whole_file = DiagnosticItem {
+            whole_file: Some("pkg/mod.py".into()),
+            ..project
+        };
+        assert_eq!(
+            render_diagnostic(&whole_file),
+            "pkg/mod.py: error: mismatched types"
+        );
+    }
+
+    #[test]
+    fn lsp_5_every_location_in_the_structured_answer_is_a_place() {
+        let located = DiagnosticItem {
+            place: Some(place("src/a.rs", 3, "parse(input)")),
+            ..error("src/a.rs", 3, "wrong")
+        };
+        let whole_file = DiagnosticItem {
+            place: None,
+            whole_file: Some("pkg/mod.py".into()),
+            ..error("src/a.rs", 3, "import cycle")
+        };
+        let project = DiagnosticItem {
+            place: None,
+            ..error("src/a.rs", 3, "`cargo check` failed")
+        };
+        let json = |item: &DiagnosticItem| serde_json::to_value(item).unwrap();
+        assert_eq!(
+            json(&located),
+            serde_json::json!({
+                "path": "src/a.rs", "line": 3, "text": "parse(input)", "severity": "error",
+                "code": "E0061", "message": "wrong"
+            })
+        );
+        assert_eq!(
+            json(&whole_file),
+            serde_json::json!({
+                "path": "pkg/mod.py", "severity": "error", "code": "E0061",
+                "message": "import cycle"
+            })
+        );
+        assert_eq!(
+            json(&project),
+            serde_json::json!({
+                "severity": "error", "code": "E0061", "message": "`cargo check` failed"
+            })
+        );
+        let symbol = SymbolItem {
+            name: "Config".into(),
+            kind: "struct".into(),
+            place: place("src/config.rs", 4, "pub struct Config {"),
+            depth: 0,
+            in_workspace: true,
+        };
+        assert_eq!(
+            serde_json::to_value(&symbol).unwrap(),
+            serde_json::json!({
+                "name": "Config", "kind": "struct", "path": "src/config.rs", "line": 4,
+                "text": "pub struct Config {", "depth": 0, "in_workspace": true
+            })
+        );
     }
 
     #[test]
@@ -648,12 +702,10 @@ mod tests {
         let symbol = |name: &str, kind: &str, depth, in_workspace| SymbolItem {
             name: name.into(),
             kind: kind.into(),
-            path: if in_workspace {
-                "src/config.rs".into()
-            } else {
-                "~/.cargo/registry/serde/src/de.rs".into()
+            place: match in_workspace {
+                true => place("src/config.rs", 4, "pub struct Config {"),
+                false => place("~/.cargo/registry/serde/src/de.rs", 4, "pub trait Config {"),
             },
-            line: 4,
             depth,
             in_workspace,
         };
@@ -705,13 +757,13 @@ mod tests {
             filtered: true,
             prefix: "src/".into(),
             severity: Some(SeverityFilter::Error),
-            listed: vec![Quoted {
-                item: error(
+            listed: vec![DiagnosticItem {
+                place: Some(place("src/a.rs", 3, "parse(input)")),
+                ..error(
                     "src/a.rs",
                     3,
                     "this function takes 2 arguments but 1 was supplied",
-                ),
-                line: "parse(input)".into(),
+                )
             }],
             total: 3,
             per_file: Some("src/a.rs 2, src/b.rs 1".into()),

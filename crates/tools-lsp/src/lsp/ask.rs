@@ -13,7 +13,7 @@ use async_lsp::lsp_types::{
     ReferenceContext, ReferenceParams, TextDocumentIdentifier, TextDocumentPositionParams, Url,
     WorkDoneProgressParams,
 };
-use tools_core::{ToolError, Workspace};
+use tools_core::{Line, Place, ToolError, Workspace};
 
 use super::answer::{Actions, Asked, Hover, Places};
 use super::diagnose::{ACTIONS_DIAGNOSTICS_WAIT, current_diagnostics};
@@ -22,14 +22,16 @@ use super::view::project_view_note;
 use super::{ActionItem, Lsp};
 use crate::error::ForModel;
 use crate::position::{Target, lines};
-use crate::render::{Place, Quoter, hover_text};
+use crate::render::{Quoter, hover_text};
 use crate::select::{Page, page_indices, page_note, per_file_counts};
 use crate::supervisor::Opened;
 
-/// A position question resolved: the opened file, the target, and the LSP position.
+/// A position question resolved: the opened file, the target, its place, and the LSP
+/// position.
 struct Pointed {
     opened: Opened,
     target: Target,
+    here: Place,
     symbol: String,
     position: TextDocumentPositionParams,
 }
@@ -39,7 +41,7 @@ impl Pointed {
         Asked {
             server: self.opened.session.spec.name.clone(),
             aimed: self.target.aimed.clone(),
-            here: format!("{}:{}", self.opened.shown, self.target.line + 1),
+            here: self.here.clone(),
         }
     }
 
@@ -54,9 +56,10 @@ impl Lsp {
     async fn point(&self, workspace: &Workspace, at: &At) -> Result<Pointed, ToolError> {
         let (opened, target, position) = self
             .supervisor
-            .open_at(workspace, &at.file, at.line, &at.symbol, at.occurrence)
+            .open_at(workspace, &at.path, at.line, &at.symbol, at.occurrence)
             .await?;
         Ok(Pointed {
+            here: target.place(workspace, &opened.path, &opened.synced.text),
             opened,
             target,
             symbol: at.symbol.clone(),
@@ -96,7 +99,7 @@ impl Lsp {
                 },
             })
         };
-        let mut found: Vec<(Url, u32)> = match kind {
+        let mut found: Vec<(Url, Line)> = match kind {
             Navigation::Definition => targets(
                 session
                     .request::<GotoDefinition>(goto)
@@ -123,8 +126,8 @@ impl Lsp {
         };
         let mut notes = pointed.notes();
         if let Some(stub) = &stub {
-            let shown = workspace.display(&stub.path);
-            let line = stub.position.position.line;
+            let line = stub.line();
+            let declared = Place::new(workspace, &stub.path, line, "");
             let aimed = &pointed.target.aimed;
             match kind {
                 Navigation::References => {
@@ -135,9 +138,9 @@ impl Lsp {
                     );
                     found = union_of_uses(std::mem::take(&mut found), through_stub);
                     notes.push(format!(
-                        "a stub declares `{aimed}` ({shown}:{}): uses that resolve to the stub \
-                         and to the implementation are both listed",
-                        line + 1
+                        "a stub declares `{aimed}` ({}): uses that resolve to the stub and to \
+                         the implementation are both listed",
+                        declared.at()
                     ));
                 }
                 _ => {
@@ -147,9 +150,9 @@ impl Lsp {
                         found.push((uri, line));
                     }
                     notes.push(format!(
-                        "a stub declares `{aimed}` too ({shown}:{}): callers outside its module \
-                         see the stub's signature",
-                        line + 1
+                        "a stub declares `{aimed}` too ({}): callers outside its module see \
+                         the stub's signature",
+                        declared.at()
                     ));
                 }
             }
@@ -294,19 +297,19 @@ pub(crate) async fn actions_at(
 }
 
 /// A references answer as (file, line) per use.
-fn uses(answer: Option<Vec<async_lsp::lsp_types::Location>>) -> Vec<(Url, u32)> {
+fn uses(answer: Option<Vec<async_lsp::lsp_types::Location>>) -> Vec<(Url, Line)> {
     answer
         .unwrap_or_default()
         .into_iter()
-        .map(|location| (location.uri, location.range.start.line))
+        .map(|location| (location.uri, Line::from_lsp(location.range.start.line)))
         .collect()
 }
 
 /// Two answers to `references` as one: each use once, where a line has as many uses as the
 /// answer with more of them there (two calls on one line stay two), in order of appearance.
-fn union_of_uses(first: Vec<(Url, u32)>, second: Vec<(Url, u32)>) -> Vec<(Url, u32)> {
-    let mut order: Vec<(Url, u32)> = Vec::new();
-    let mut counts: std::collections::HashMap<(Url, u32), [usize; 2]> =
+fn union_of_uses(first: Vec<(Url, Line)>, second: Vec<(Url, Line)>) -> Vec<(Url, Line)> {
+    let mut order: Vec<(Url, Line)> = Vec::new();
+    let mut counts: std::collections::HashMap<(Url, Line), [usize; 2]> =
         std::collections::HashMap::new();
     for (index, list) in [first, second].into_iter().enumerate() {
         for key in list {
@@ -327,21 +330,20 @@ fn union_of_uses(first: Vec<(Url, u32)>, second: Vec<(Url, u32)>) -> Vec<(Url, u
 }
 
 /// Definition-like answers as (file, line of the name).
-fn targets(answer: Option<GotoDefinitionResponse>) -> Vec<(Url, u32)> {
+fn targets(answer: Option<GotoDefinitionResponse>) -> Vec<(Url, Line)> {
+    let at = |uri: Url, range: async_lsp::lsp_types::Range| (uri, Line::from_lsp(range.start.line));
     match answer {
         None => Vec::new(),
-        Some(GotoDefinitionResponse::Scalar(location)) => {
-            vec![(location.uri, location.range.start.line)]
-        }
+        Some(GotoDefinitionResponse::Scalar(location)) => vec![at(location.uri, location.range)],
         Some(GotoDefinitionResponse::Array(locations)) => locations
             .into_iter()
-            .map(|location| (location.uri, location.range.start.line))
+            .map(|location| at(location.uri, location.range))
             .collect(),
         // A link's selection range is the name, not the whole item (its doc comment and
         // attributes would otherwise put the line on `#[derive]`).
         Some(GotoDefinitionResponse::Link(links)) => links
             .into_iter()
-            .map(|link| (link.target_uri, link.target_selection_range.start.line))
+            .map(|link| at(link.target_uri, link.target_selection_range))
             .collect(),
     }
 }
@@ -352,22 +354,25 @@ mod tests {
 
     #[test]
     fn lsp_5_uses_found_from_a_stub_and_its_implementation_are_each_listed_once() {
-        let url = |name: &str| Url::parse(&format!("file:///p/{name}")).unwrap();
-        let from_implementation = vec![(url("more.py"), 10), (url("more.py"), 40)];
+        let at = |name: &str, line: u32| {
+            let url = Url::parse(&format!("file:///p/{name}")).unwrap();
+            (url, Line::new(line).unwrap())
+        };
+        let from_implementation = vec![at("more.py", 10), at("more.py", 40)];
         let from_stub = vec![
-            (url("more.pyi"), 3),
-            (url("more.py"), 10),
-            (url("use.py"), 7),
-            (url("use.py"), 7),
+            at("more.pyi", 3),
+            at("more.py", 10),
+            at("use.py", 7),
+            at("use.py", 7),
         ];
         assert_eq!(
             union_of_uses(from_implementation, from_stub),
             [
-                (url("more.py"), 10),
-                (url("more.py"), 40),
-                (url("more.pyi"), 3),
-                (url("use.py"), 7),
-                (url("use.py"), 7),
+                at("more.py", 10),
+                at("more.py", 40),
+                at("more.pyi", 3),
+                at("use.py", 7),
+                at("use.py", 7),
             ]
         );
     }

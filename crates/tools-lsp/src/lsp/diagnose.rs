@@ -5,11 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_lsp::lsp_types::{Diagnostic, DiagnosticSeverity};
-use tools_core::{ToolError, Workspace};
+use tools_core::{Line, ToolError, Workspace};
 
-use super::answer::{Check, CheckRun, FileDiagnostics, Quoted};
+use super::answer::{Check, CheckRun, FileDiagnostics};
 use super::{DiagnosticItem, Lsp, SeverityFilter, with_progress};
-use crate::position::lines;
 use crate::render::{Quoter, capped_note, code_text, one_line, plural, severity_name};
 use crate::select::{Page, page_indices, page_note, per_file_counts};
 use crate::supervisor::Opened;
@@ -37,7 +36,8 @@ impl Lsp {
         let wait = PUBLISH_WAIT.min(self.supervisor.config().request_timeout());
         let (diagnostics, note) = current_diagnostics(&opened, wait).await;
         notes.extend(note);
-        let line_texts = lines(&opened.synced.text);
+        let mut quoter = Quoter::new(workspace);
+        quoter.know(&opened.path, std::sync::Arc::clone(&opened.synced.text));
         let mut listed = Vec::new();
         let mut quiet = 0;
         for diagnostic in crate::render::merge_passes(diagnostics) {
@@ -49,25 +49,22 @@ impl Lsp {
                 quiet += 1;
                 continue;
             }
-            let line = diagnostic.range.start.line;
-            listed.push(Quoted {
-                item: DiagnosticItem {
-                    path: opened.shown.clone(),
-                    line: Some(line + 1),
-                    severity: severity_name(severity).to_owned(),
-                    code: code_text(diagnostic.code.as_ref()),
-                    message: one_line(&diagnostic.message),
-                },
-                line: line_texts
-                    .get(line as usize)
-                    .map(|l| crate::render::quote(l))
-                    .unwrap_or_default(),
+            let line = Line::from_lsp(diagnostic.range.start.line);
+            listed.push(DiagnosticItem {
+                place: Some(quoter.place_in(&opened.path, line)),
+                whole_file: None,
+                severity: severity_name(severity).to_owned(),
+                code: code_text(diagnostic.code.as_ref()),
+                message: one_line(&diagnostic.message),
             });
         }
         // Errors before warnings, each in line order.
-        listed.sort_by_key(|q| (q.item.severity != "error", q.item.line));
+        listed.sort_by_key(|item| (item.severity != "error", item.line()));
         let total = listed.len();
-        let errors = listed.iter().filter(|q| q.item.severity == "error").count();
+        let errors = listed
+            .iter()
+            .filter(|item| item.severity == "error")
+            .count();
         listed.truncate(FILE_DIAGNOSTICS_CAP);
         if quiet > 0 {
             notes.push(format!("{} not shown", plural(quiet, "hint or info")));
@@ -143,7 +140,7 @@ impl Lsp {
                 })
             });
         }
-        let mut all: Vec<Quoted> = Vec::new();
+        let mut all: Vec<DiagnosticItem> = Vec::new();
         let mut quoter = Quoter::new(workspace);
         let mut summaries = Vec::new();
         for (root, run) in &runs {
@@ -164,30 +161,26 @@ impl Lsp {
                 if !matches!(finding.severity.as_str(), "error" | "warning") {
                     continue;
                 }
-                let (path, line) = match (&finding.path, finding.line) {
-                    (Some(path), Some(line)) => {
-                        let place = quoter.place_in(path, line.saturating_sub(1));
-                        (place.path, place.text)
-                    }
-                    (Some(path), None) => (workspace.display(path), String::new()),
-                    (None, _) => (String::new(), String::new()),
+                // A checker prints lines counted from 1.
+                let line = finding.line.and_then(Line::new);
+                let (place, whole_file) = match (&finding.path, line) {
+                    (Some(path), Some(line)) => (Some(quoter.place_in(path, line)), None),
+                    (Some(path), None) => (None, Some(workspace.display(path))),
+                    (None, _) => (None, None),
                 };
-                all.push(Quoted {
-                    item: DiagnosticItem {
-                        path,
-                        line: finding.line,
-                        severity: finding.severity.clone(),
-                        code: finding.code.clone(),
-                        message: one_line(&finding.message),
-                    },
-                    line,
+                all.push(DiagnosticItem {
+                    place,
+                    whole_file,
+                    severity: finding.severity.clone(),
+                    code: finding.code.clone(),
+                    message: one_line(&finding.message),
                 });
             }
         }
         // The filters: a path prefix and a severity.
         let before_filters = all.len();
-        all.retain(|Quoted { item, .. }| {
-            item.path.starts_with(prefix)
+        all.retain(|item| {
+            item.path().starts_with(prefix)
                 && match severity {
                     Some(SeverityFilter::Error) => item.severity == "error",
                     Some(SeverityFilter::Warning) => item.severity == "warning",
@@ -196,14 +189,14 @@ impl Lsp {
         });
         let filtered = all.len() < before_filters || !prefix.is_empty();
         all.sort_by(|a, b| {
-            (a.item.severity != "error", &a.item.path, a.item.line).cmp(&(
-                b.item.severity != "error",
-                &b.item.path,
-                b.item.line,
+            (a.severity != "error", a.path(), a.line()).cmp(&(
+                b.severity != "error",
+                b.path(),
+                b.line(),
             ))
         });
         let total = all.len();
-        let keys: Vec<&str> = all.iter().map(|q| q.item.path.as_str()).collect();
+        let keys: Vec<&str> = all.iter().map(DiagnosticItem::path).collect();
         let files = keys.iter().collect::<std::collections::BTreeSet<_>>().len();
         let per_file = (total > page.max && files > 1).then(|| per_file_counts(&keys));
         let chosen = page_indices(&keys, page);

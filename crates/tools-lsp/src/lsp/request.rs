@@ -1,7 +1,7 @@
 //! The `lsp` input decoded once into what to ask (LSP-3…5). Every argument error is found
 //! here, before any server is started or waited for.
 
-use tools_core::{ToolError, Workspace};
+use tools_core::{Line, ToolError, Workspace};
 
 use super::{LspInput, Operation, SeverityFilter};
 use crate::position::lines;
@@ -17,7 +17,7 @@ const CHECKER_CAP: usize = 100;
 /// A symbol pointed at the LSP-3 way: a file, a 1-based line and the identifier's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct At {
-    pub(crate) file: String,
+    pub(crate) path: String,
     pub(crate) line: u32,
     pub(crate) symbol: String,
     pub(crate) occurrence: Option<u32>,
@@ -67,7 +67,7 @@ pub(crate) enum LspRequest {
     CodeActions(At),
     /// A file's outline; with a query, the symbols of that file whose name contains it.
     FileSymbols {
-        file: String,
+        path: String,
         query: Option<String>,
         page: Page,
     },
@@ -76,7 +76,7 @@ pub(crate) enum LspRequest {
         page: Page,
     },
     FileDiagnostics {
-        file: String,
+        path: String,
     },
     /// The project checker, its findings kept under `prefix` (empty: all of them).
     CheckProject {
@@ -86,7 +86,7 @@ pub(crate) enum LspRequest {
     },
     Status,
     Reload {
-        file: Option<String>,
+        path: Option<String>,
     },
 }
 
@@ -94,11 +94,11 @@ impl LspRequest {
     /// The request `input` asks for, or the argument error that says what to send instead.
     /// `workspace` is read only to quote a line back when `symbol` is missing (LSP-4).
     pub(crate) fn decode(input: &LspInput, workspace: &Workspace) -> Result<Self, ToolError> {
-        let file = input
-            .file
+        let path = input
+            .path
             .as_deref()
             .map(str::trim)
-            .filter(|file| !file.is_empty());
+            .filter(|path| !path.is_empty());
         let query = input
             .query
             .as_deref()
@@ -122,24 +122,24 @@ impl LspRequest {
             Operation::References => navigate(Navigation::References)?,
             Operation::Hover => LspRequest::Hover(at(input, workspace)?),
             Operation::CodeActions => LspRequest::CodeActions(at(input, workspace)?),
-            Operation::Symbols => match (query, file) {
+            Operation::Symbols => match (query, path) {
                 (Some(query), None) => LspRequest::WorkspaceSymbols {
                     query: query.to_owned(),
                     page: page(WORKSPACE_SYMBOLS_CAP)?,
                 },
-                (query, Some(file)) => LspRequest::FileSymbols {
-                    file: file.to_owned(),
+                (query, Some(path)) => LspRequest::FileSymbols {
+                    path: path.to_owned(),
                     query: query.map(str::to_owned),
                     page: page(DOCUMENT_SYMBOLS_CAP)?,
                 },
                 (None, None) => {
                     return Err(ToolError::failed(
-                        "`symbols` needs `query` (a name to search the workspace for) or `file` \
+                        "`symbols` needs `query` (a name to search the workspace for) or `path` \
                          (to list that file's symbols)",
                     ));
                 }
             },
-            Operation::Diagnostics => match file {
+            Operation::Diagnostics => match path {
                 Some(pattern) if pattern.ends_with('*') => LspRequest::CheckProject {
                     prefix: pattern
                         .trim_end_matches('*')
@@ -148,19 +148,19 @@ impl LspRequest {
                     page: page(CHECKER_CAP)?,
                     severity: input.severity,
                 },
-                Some(file) => LspRequest::FileDiagnostics {
-                    file: file.to_owned(),
+                Some(path) => LspRequest::FileDiagnostics {
+                    path: path.to_owned(),
                 },
                 None => {
                     return Err(ToolError::failed(
-                        "`diagnostics` needs `file`: a source file for its errors and warnings, \
+                        "`diagnostics` needs `path`: a source file for its errors and warnings, \
                          or \"*\" to run the project checker",
                     ));
                 }
             },
             Operation::Status => LspRequest::Status,
             Operation::Reload => LspRequest::Reload {
-                file: file.map(str::to_owned),
+                path: path.map(str::to_owned),
             },
         })
     }
@@ -169,23 +169,23 @@ impl LspRequest {
     pub(crate) fn may_run_long(input: &LspInput) -> bool {
         input.operation == Operation::Diagnostics
             && input
-                .file
+                .path
                 .as_deref()
-                .is_some_and(|file| file.trim().ends_with('*'))
+                .is_some_and(|path| path.trim().ends_with('*'))
     }
 }
 
-/// `file` + `line` + `symbol` of a position question, each named when missing.
+/// `path` + `line` + `symbol` of a position question, each named when missing.
 fn at(input: &LspInput, workspace: &Workspace) -> Result<At, ToolError> {
     let operation = input.operation.name();
     let file = input
-        .file
+        .path
         .as_deref()
         .map(str::trim)
         .filter(|f| !f.is_empty())
         .ok_or_else(|| {
             ToolError::failed(format!(
-                "`{operation}` needs `file`, `line` and `symbol`: the file, the 1-based line, \
+                "`{operation}` needs `path`, `line` and `symbol`: the file, the 1-based line, \
                  and the identifier on that line"
             ))
         })?;
@@ -206,9 +206,8 @@ fn at(input: &LspInput, workspace: &Workspace) -> Result<At, ToolError> {
                 .and_then(|path| tools_core::read_regular(&path).ok())
                 .and_then(|bytes| String::from_utf8(bytes).ok())
                 .and_then(|text| {
-                    lines(&text)
-                        .get((line as usize).wrapping_sub(1))
-                        .map(|l| l.trim().to_owned())
+                    let line = Line::new(line)?;
+                    lines(&text).get(line.index()).map(|l| l.trim().to_owned())
                 });
             let mut message = format!(
                 "`{operation}` needs `symbol`: the identifier on line {line} of {file} to ask \
@@ -220,7 +219,7 @@ fn at(input: &LspInput, workspace: &Workspace) -> Result<At, ToolError> {
             ToolError::failed(message)
         })?;
     Ok(At {
-        file: file.to_owned(),
+        path: file.to_owned(),
         line,
         symbol: symbol.to_owned(),
         occurrence: input.occurrence,
@@ -246,15 +245,15 @@ mod tests {
     fn lsp_3_a_position_question_names_each_missing_argument() {
         let error = decode(serde_json::json!({"operation": "references"})).unwrap_err();
         assert!(
-            error.contains("needs `file`, `line` and `symbol`"),
+            error.contains("needs `path`, `line` and `symbol`"),
             "{error}"
         );
         let error =
-            decode(serde_json::json!({"operation": "hover", "file": "lib.rs"})).unwrap_err();
+            decode(serde_json::json!({"operation": "hover", "path": "lib.rs"})).unwrap_err();
         assert!(error.contains("needs `line`"), "{error}");
         // LSP-4: the line is quoted back so the model can copy the identifier.
         let error =
-            decode(serde_json::json!({"operation": "definition", "file": "lib.rs", "line": 2}))
+            decode(serde_json::json!({"operation": "definition", "path": "lib.rs", "line": 2}))
                 .unwrap_err();
         assert!(error.contains("the line is `run(1);`"), "{error}");
     }
@@ -263,13 +262,13 @@ mod tests {
     fn lsp_5_operations_decode_into_what_they_ask() {
         assert_eq!(
             decode(serde_json::json!({
-                "operation": "references", "file": " lib.rs ", "line": 2, "symbol": "run",
+                "operation": "references", "path": " lib.rs ", "line": 2, "symbol": "run",
                 "max_results": 10
             })),
             Ok(LspRequest::Navigate {
                 kind: Navigation::References,
                 at: At {
-                    file: "lib.rs".into(),
+                    path: "lib.rs".into(),
                     line: 2,
                     symbol: "run".into(),
                     occurrence: None
@@ -278,11 +277,11 @@ mod tests {
             })
         );
         assert!(matches!(
-            decode(serde_json::json!({"operation": "diagnostics", "file": "./src/parser/*"})),
+            decode(serde_json::json!({"operation": "diagnostics", "path": "./src/parser/*"})),
             Ok(LspRequest::CheckProject { prefix, .. }) if prefix == "src/parser/"
         ));
         assert!(matches!(
-            decode(serde_json::json!({"operation": "symbols", "query": "Config", "file": "lib.rs"})),
+            decode(serde_json::json!({"operation": "symbols", "query": "Config", "path": "lib.rs"})),
             Ok(LspRequest::FileSymbols { query: Some(query), .. }) if query == "Config"
         ));
         let error = decode(serde_json::json!({"operation": "symbols", "query": "  "})).unwrap_err();
@@ -293,7 +292,7 @@ mod tests {
             "{error}"
         );
         let error = decode(serde_json::json!({
-            "operation": "references", "file": "lib.rs", "line": 2, "symbol": "run",
+            "operation": "references", "path": "lib.rs", "line": 2, "symbol": "run",
             "max_results": 5000
         }))
         .unwrap_err();

@@ -78,16 +78,16 @@ impl Lsp {
             .collect())
     }
 
-    /// Restarts the server of `file`, or every server; a line per session.
+    /// Restarts the server of the file at `path`, or every server; a line per session.
     pub(super) async fn reload(
         &self,
         workspace: &Workspace,
-        file: Option<&str>,
+        path: Option<&str>,
     ) -> Result<Vec<String>, ToolError> {
         let client = self.supervisor.client();
-        let only = match file {
-            Some(file) => {
-                let path = workspace.resolve(file)?;
+        let only = match path {
+            Some(given) => {
+                let path = workspace.resolve(given)?;
                 let spec = client.route(&path).for_model(workspace)?;
                 let root = client.root(&spec, &path).for_model(workspace)?;
                 Some((spec, root))

@@ -2,6 +2,7 @@
 //! search across every usable server.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_lsp::lsp_types::request::{DocumentSymbolRequest, WorkspaceSymbolRequest};
 use async_lsp::lsp_types::{
@@ -9,7 +10,7 @@ use async_lsp::lsp_types::{
     TextDocumentIdentifier, Url, WorkDoneProgressParams, WorkspaceSymbolParams,
     WorkspaceSymbolResponse,
 };
-use tools_core::{ToolError, Workspace};
+use tools_core::{Line, Place, ToolError, Workspace};
 
 use super::answer::{FileSymbols, WorkspaceSymbols};
 use super::view::project_view_note;
@@ -40,17 +41,20 @@ impl Lsp {
             .await
             .for_model(workspace)?;
         let mut symbols = Vec::new();
+        let mut quoter = Quoter::new(workspace);
+        quoter.know(&opened.path, Arc::clone(&opened.synced.text));
         match answer {
             Some(DocumentSymbolResponse::Nested(tree)) => {
-                flatten(&tree, 0, &opened.shown, &mut symbols);
+                let mut place = |line| quoter.place_in(&opened.path, line);
+                flatten(&tree, 0, &mut place, &mut symbols);
             }
             Some(DocumentSymbolResponse::Flat(list)) => {
                 for symbol in list {
+                    let line = Line::from_lsp(symbol.location.range.start.line);
                     symbols.push(SymbolItem {
                         name: symbol.name,
                         kind: kind_name(symbol.kind).to_owned(),
-                        path: opened.shown.clone(),
-                        line: symbol.location.range.start.line + 1,
+                        place: quoter.place_in(&opened.path, line),
                         depth: usize::from(symbol.container_name.is_some_and(|c| !c.is_empty())),
                         in_workspace: true,
                     });
@@ -74,7 +78,13 @@ impl Lsp {
             // names first, shown flat.
             let lower = query.to_lowercase();
             ranked.retain(|(s, _)| s.name.to_lowercase().contains(&lower));
-            ranked.sort_by_key(|(s, _)| (s.name != query, s.name.to_lowercase() != lower, s.line));
+            ranked.sort_by_key(|(s, _)| {
+                (
+                    s.name != query,
+                    s.name.to_lowercase() != lower,
+                    s.place.line,
+                )
+            });
             for (symbol, _) in &mut ranked {
                 symbol.depth = 0;
             }
@@ -172,17 +182,14 @@ impl Lsp {
                 .await
                 .for_model(workspace)?;
             for (name, kind, uri, line) in found_symbols(answer) {
-                let in_workspace = quoter.is_own(&uri);
-                let place = quoter.place(&uri, line);
                 let item = SymbolItem {
                     name,
                     kind,
-                    path: place.path,
-                    line: place.line,
+                    in_workspace: quoter.is_own(&uri),
+                    place: quoter.place(&uri, line),
                     depth: 0,
-                    in_workspace,
                 };
-                match in_workspace {
+                match item.in_workspace {
                     true => own.push(item),
                     false => dependencies.push(item),
                 }
@@ -213,8 +220,8 @@ impl Lsp {
     }
 }
 
-/// A workspace symbol answer as (name, kind, file, 0-based line).
-fn found_symbols(answer: Option<WorkspaceSymbolResponse>) -> Vec<(String, String, Url, u32)> {
+/// A workspace symbol answer as (name, kind, file, line).
+fn found_symbols(answer: Option<WorkspaceSymbolResponse>) -> Vec<(String, String, Url, Line)> {
     match answer {
         Some(WorkspaceSymbolResponse::Flat(list)) => list
             .into_iter()
@@ -223,7 +230,7 @@ fn found_symbols(answer: Option<WorkspaceSymbolResponse>) -> Vec<(String, String
                     s.name,
                     kind_name(s.kind).to_owned(),
                     s.location.uri,
-                    s.location.range.start.line,
+                    Line::from_lsp(s.location.range.start.line),
                 )
             })
             .collect(),
@@ -231,8 +238,11 @@ fn found_symbols(answer: Option<WorkspaceSymbolResponse>) -> Vec<(String, String
             .into_iter()
             .map(|s| {
                 let (uri, line) = match s.location {
-                    OneOf::Left(location) => (location.uri, location.range.start.line),
-                    OneOf::Right(location) => (location.uri, 0),
+                    OneOf::Left(location) => {
+                        (location.uri, Line::from_lsp(location.range.start.line))
+                    }
+                    // A location without a range names the file only.
+                    OneOf::Right(location) => (location.uri, Line::FIRST),
                 };
                 (s.name, kind_name(s.kind).to_owned(), uri, line)
             })
@@ -241,18 +251,23 @@ fn found_symbols(answer: Option<WorkspaceSymbolResponse>) -> Vec<(String, String
     }
 }
 
-fn flatten(tree: &[DocumentSymbol], depth: usize, shown: &str, out: &mut Vec<SymbolItem>) {
+/// An outline's tree as a list, each symbol at the place of its name (`place` of a line).
+fn flatten(
+    tree: &[DocumentSymbol],
+    depth: usize,
+    place: &mut impl FnMut(Line) -> Place,
+    out: &mut Vec<SymbolItem>,
+) {
     for symbol in tree {
         out.push(SymbolItem {
             name: symbol.name.clone(),
             kind: kind_name(symbol.kind).to_owned(),
-            path: shown.to_owned(),
-            line: symbol.selection_range.start.line + 1,
+            place: place(Line::from_lsp(symbol.selection_range.start.line)),
             depth,
             in_workspace: true,
         });
         if let Some(children) = &symbol.children {
-            flatten(children, depth + 1, shown, out);
+            flatten(children, depth + 1, place, out);
         }
     }
 }

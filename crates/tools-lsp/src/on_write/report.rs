@@ -10,7 +10,7 @@ use async_lsp::lsp_types::{Diagnostic, DiagnosticSeverity};
 use tools_core::{FileReport, FileState, IntroducedDiagnostic, WriteReport};
 
 use crate::position::lines;
-use crate::render::{code_text, one_line, plural, quote, severity_name};
+use crate::render::{code_text, one_line, plural, severity_name};
 
 /// How many diagnostics introduced in files a write did not touch are listed, over all of
 /// them; every file's count is given.
@@ -35,7 +35,7 @@ impl Checked<'_> {
     /// first, then by line).
     pub(crate) fn report(self, root: &Path, cap: usize) -> FileReport {
         let mut file = FileReport::checked(
-            self.shown,
+            self.shown.clone(),
             self.server,
             count(self.diagnostics, DiagnosticSeverity::ERROR),
             count(self.diagnostics, DiagnosticSeverity::WARNING),
@@ -53,7 +53,7 @@ impl Checked<'_> {
         file.listed = introduced
             .into_iter()
             .take(cap)
-            .map(|d| listed(d, &text_lines, root))
+            .map(|d| listed(d, &self.shown, &text_lines, root))
             .collect();
         file
     }
@@ -66,20 +66,22 @@ fn count(diagnostics: &[Diagnostic], severity: DiagnosticSeverity) -> usize {
         .count()
 }
 
-/// One introduced diagnostic as a report lists it.
-fn listed(diagnostic: &Diagnostic, text_lines: &[&str], root: &Path) -> IntroducedDiagnostic {
-    let line = diagnostic.range.start.line;
+/// One introduced diagnostic in the file `shown` as a report lists it.
+fn listed(
+    diagnostic: &Diagnostic,
+    shown: &str,
+    text_lines: &[&str],
+    root: &Path,
+) -> IntroducedDiagnostic {
+    let line = tools_core::Line::from_lsp(diagnostic.range.start.line);
+    let line_text = text_lines.get(line.index()).copied().unwrap_or_default();
     // Servers fold related places into the message with absolute paths (clangd's notes).
     let prefix = format!("{}/", root.display());
     IntroducedDiagnostic {
-        line: line + 1,
+        place: tools_core::Place::named(shown, line, line_text),
         severity: severity_name(diagnostic.severity).to_owned(),
         code: code_text(diagnostic.code.as_ref()),
         message: one_line(&diagnostic.message.replace(&prefix, "")),
-        text: text_lines
-            .get(line as usize)
-            .map(|l| quote(l))
-            .unwrap_or_default(),
     }
 }
 
@@ -111,17 +113,15 @@ pub(crate) fn spread_fallout(fallout: &mut Vec<FileReport>) {
 }
 
 /// Renders one listed diagnostic with its line's text.
-fn render_listed(text: &mut String, path: &str, diagnostic: &IntroducedDiagnostic) {
-    text.push_str(&format!(
-        "\n{path}:{}: {}",
-        diagnostic.line, diagnostic.severity
-    ));
+fn render_listed(text: &mut String, diagnostic: &IntroducedDiagnostic) {
+    let place = &diagnostic.place;
+    text.push_str(&format!("\n{}: {}", place.at(), diagnostic.severity));
     if let Some(code) = &diagnostic.code {
         text.push_str(&format!("[{code}]"));
     }
     text.push_str(&format!(": {}", diagnostic.message));
-    if !diagnostic.text.is_empty() {
-        text.push_str(&format!("\n    {}", diagnostic.text));
+    if !place.text.is_empty() {
+        text.push_str(&format!("\n    {}", place.text));
     }
 }
 
@@ -142,7 +142,7 @@ pub(crate) fn render_report(report: &WriteReport) -> String {
         ));
         for file in &written {
             for diagnostic in &file.listed {
-                render_listed(&mut text, &file.path, diagnostic);
+                render_listed(&mut text, diagnostic);
             }
             let omitted = file.introduced - file.listed.len();
             if omitted > 0 {
@@ -172,7 +172,7 @@ pub(crate) fn render_report(report: &WriteReport) -> String {
         }
         for file in &report.fallout {
             for diagnostic in &file.listed {
-                render_listed(&mut text, &file.path, diagnostic);
+                render_listed(&mut text, diagnostic);
             }
         }
         if listed < total {
@@ -276,11 +276,14 @@ mod tests {
         file.listed = lines
             .iter()
             .map(|&line| IntroducedDiagnostic {
-                line,
+                place: tools_core::Place::named(
+                    path,
+                    tools_core::Line::new(line).unwrap(),
+                    "add(1)",
+                ),
                 severity: "error".into(),
                 code: Some("E0061".into()),
                 message: "this function takes 2 arguments but 1 argument was supplied".into(),
-                text: "add(1)".into(),
             })
             .collect();
         file

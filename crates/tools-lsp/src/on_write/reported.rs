@@ -295,7 +295,7 @@ mod tests {
         found
             .diagnostics
             .into_iter()
-            .map(|d| d.range.start.line + 1)
+            .map(|d| tools_core::Line::from_lsp(d.range.start.line).get())
             .collect()
     }
 

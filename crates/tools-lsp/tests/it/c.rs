@@ -61,14 +61,14 @@ fn lsp_5_c_definition_finds_a_function_and_a_struct_in_a_header() {
     run(async {
         let fx = &*SHARED;
         let function = fx
-            .lsp(json!({"operation": "definition", "file": "main.c", "line": 11, "symbol": "add"}))
+            .lsp(json!({"operation": "definition", "path": "main.c", "line": 11, "symbol": "add"}))
             .await;
         assert_eq!(
             ok(&function),
             "1 definition of `add` (main.c:11):\nmain.c:5: static int add(int left, int right) {"
         );
         let structure = fx
-            .lsp(json!({"operation": "definition", "file": "main.c", "line": 10, "symbol": "circle"}))
+            .lsp(json!({"operation": "definition", "path": "main.c", "line": 10, "symbol": "circle"}))
             .await;
         assert_eq!(
             ok(&structure),
@@ -85,7 +85,7 @@ fn lsp_5_c_references_list_every_use_in_the_file() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "references", "file": "main.c", "line": 5, "symbol": "add"}))
+            .lsp(json!({"operation": "references", "path": "main.c", "line": 5, "symbol": "add"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -108,7 +108,7 @@ fn lsp_5_c_hover_shows_the_signature_and_the_comment() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "hover", "file": "main.c", "line": 11, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "main.c", "line": 11, "symbol": "add"}))
             .await;
         let text = ok(&result);
         assert!(
@@ -127,7 +127,7 @@ fn lsp_5_c_diagnostics_of_a_file_are_its_errors() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "broken.c"}))
+            .lsp(json!({"operation": "diagnostics", "path": "broken.c"}))
             .await;
         assert_eq!(
             ok(&result),

@@ -108,7 +108,7 @@ fn log(fx: &Fixture) -> Vec<Value> {
 }
 
 fn hover() -> Value {
-    json!({"operation": "hover", "file": "src/main.fake", "line": 1, "symbol": "call"})
+    json!({"operation": "hover", "path": "src/main.fake", "line": 1, "symbol": "call"})
 }
 
 #[test]
@@ -244,7 +244,7 @@ fn lsp_5_the_project_checker_is_capped_with_counts_per_file() {
             fake.checker_format = Some(tools_lsp::CheckerFormat::Lines);
         });
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "*"}))
+            .lsp(json!({"operation": "diagnostics", "path": "*"}))
             .await;
         let text = ok(&result);
         let lines: Vec<&str> = text.lines().collect();
@@ -268,7 +268,7 @@ fn lsp_5_the_project_checker_is_capped_with_counts_per_file() {
 
         // A folder prefix and a severity keep what matters; `offset` pages on.
         let filtered = fx
-            .lsp(json!({"operation": "diagnostics", "file": "src/*", "severity": "warning", "max_results": 5, "offset": 115}))
+            .lsp(json!({"operation": "diagnostics", "path": "src/*", "severity": "warning", "max_results": 5, "offset": 115}))
             .await;
         let text = ok(&filtered);
         let lines: Vec<&str> = text.lines().collect();
@@ -276,12 +276,29 @@ fn lsp_5_the_project_checker_is_capped_with_counts_per_file() {
         assert_eq!(lines[2], "src/main.fake:1: warning: w115");
         assert_eq!(lines.last().copied(), Some("(showing 116 to 120 of 120)"));
         let errors = fx
-            .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
+            .lsp(json!({"operation": "diagnostics", "path": "*", "severity": "error"}))
             .await;
         assert!(
             ok(&errors).ends_with("Listing 0 errors in the project:"),
             "{}",
             errors.text
         );
+    });
+}
+
+#[test]
+fn lsp_3_a_client_that_names_the_file_by_its_old_name_is_answered_alike() {
+    run(async {
+        let fx = fake("normal", |_| {});
+        let old =
+            json!({"operation": "hover", "file": "src/main.fake", "line": 1, "symbol": "call"});
+        assert_eq!(ok(&fx.lsp(old).await), ok(&fx.lsp(hover()).await));
+        let both = json!({
+            "operation": "hover", "path": "src/main.fake", "file": "src/main.fake", "line": 1,
+            "symbol": "call"
+        });
+        let result = fx.lsp(both).await;
+        let error = failed(&result);
+        assert!(error.contains("duplicate field `path`"), "{error}");
     });
 }

@@ -87,7 +87,7 @@ fn lsp_5_python_definition_finds_the_method() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "definition", "file": "app/main.py", "line": 6, "symbol": "circle.area"}))
+            .lsp(json!({"operation": "definition", "path": "app/main.py", "line": 6, "symbol": "circle.area"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -104,7 +104,7 @@ fn lsp_5_python_type_definition_finds_the_class_of_a_variable() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "type_definition", "file": "app/main.py", "line": 5, "symbol": "circle"}))
+            .lsp(json!({"operation": "type_definition", "path": "app/main.py", "line": 5, "symbol": "circle"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -121,7 +121,7 @@ fn lsp_5_python_implementation_finds_the_overrides() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "implementation", "file": "app/main.py", "line": 11, "symbol": "area"}))
+            .lsp(json!({"operation": "implementation", "path": "app/main.py", "line": 11, "symbol": "area"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -140,7 +140,7 @@ fn lsp_5_python_references_are_capped_at_50_with_the_total() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "references", "file": "app/shapes.py", "line": 21, "symbol": "add"}))
+            .lsp(json!({"operation": "references", "path": "app/shapes.py", "line": 21, "symbol": "add"}))
             .await;
         let text = ok(&result);
         let lines: Vec<&str> = text.lines().collect();
@@ -167,7 +167,7 @@ fn lsp_5_python_hover_shows_the_signature_and_the_docstring() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "hover", "file": "app/main.py", "line": 7, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "app/main.py", "line": 7, "symbol": "add"}))
             .await;
         let text = ok(&result);
         assert!(text.starts_with("`add` at app/main.py:7:\n"), "{text}");
@@ -187,7 +187,7 @@ fn lsp_5_python_symbols_of_a_file_are_an_outline() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "symbols", "file": "app/shapes.py"}))
+            .lsp(json!({"operation": "symbols", "path": "app/shapes.py"}))
             .await;
         let text = ok(&result);
         assert!(text.starts_with("11 symbols in app/shapes.py:\nclass Shape (line 4)\n  method area (line 8)\nclass Circle (line 13)\n"), "{text}");
@@ -222,7 +222,7 @@ fn lsp_5_python_code_actions_offer_the_quick_fix() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "code_actions", "file": "app/broken.py", "line": 1, "symbol": "os"}))
+            .lsp(json!({"operation": "code_actions", "path": "app/broken.py", "line": 1, "symbol": "os"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -242,7 +242,7 @@ fn lsp_5_python_diagnostics_of_a_file_are_its_errors_and_warnings() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "app/broken.py"}))
+            .lsp(json!({"operation": "diagnostics", "path": "app/broken.py"}))
             .await;
         let text = ok(&result);
         assert!(
@@ -273,7 +273,7 @@ fn lsp_5_python_diagnostics_star_runs_basedpyright() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "*"}))
+            .lsp(json!({"operation": "diagnostics", "path": "*"}))
             .await;
         let text = ok(&result);
         assert!(
@@ -303,7 +303,7 @@ fn lsp_5_python_diagnostics_star_counts_each_file_once_under_nested_roots() {
              //- /tools/run.py\nstep: int = \"tools\"\n",
         );
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
+            .lsp(json!({"operation": "diagnostics", "path": "*", "severity": "error"}))
             .await;
         let text = ok(&result);
         assert!(
@@ -324,7 +324,7 @@ fn lsp_2_python_status_with_a_missing_marker_says_so() {
     run(async {
         let fx = Fixture::temp("//- /script.py\nprint('hi')\n");
         let result = fx
-            .lsp(json!({"operation": "hover", "file": "script.py", "line": 1, "symbol": "print"}))
+            .lsp(json!({"operation": "hover", "path": "script.py", "line": 1, "symbol": "print"}))
             .await;
         assert!(
             failed(&result).starts_with(
@@ -377,7 +377,7 @@ fn lsp_2_python_status_with_a_missing_binary_says_where_it_looked() {
             "{text}"
         );
         let call = fx
-            .lsp(json!({"operation": "definition", "file": "app/main.py", "line": 7, "symbol": "add"}))
+            .lsp(json!({"operation": "definition", "path": "app/main.py", "line": 7, "symbol": "add"}))
             .await;
         assert!(
             failed(&call)
@@ -398,7 +398,7 @@ fn lsp_8_python_rename_changes_every_file_and_the_server_sees_it() {
         let result = fx
             .call(
                 "lsp_rename",
-                json!({"file": "app/shapes.py", "line": 21, "symbol": "add", "new_name": "plus"}),
+                json!({"path": "app/shapes.py", "line": 21, "symbol": "add", "new_name": "plus"}),
             )
             .await;
         assert_eq!(
@@ -416,7 +416,7 @@ fn lsp_8_python_rename_changes_every_file_and_the_server_sees_it() {
         );
         assert_eq!(fx.file("app/uses.py").matches("plus(").count(), 60);
         let references = fx
-            .lsp(json!({"operation": "references", "file": "app/main.py", "line": 7, "symbol": "plus"}))
+            .lsp(json!({"operation": "references", "path": "app/main.py", "line": 7, "symbol": "plus"}))
             .await;
         assert!(
             ok(&references).starts_with("64 references to `plus`"),
@@ -434,7 +434,7 @@ fn lsp_5_python_files_changed_on_disk_are_resynced_before_a_request() {
     run(async {
         let fx = Fixture::temp(&project());
         ok(&fx
-            .lsp(json!({"operation": "hover", "file": "app/main.py", "line": 7, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "app/main.py", "line": 7, "symbol": "add"}))
             .await);
         // The shell adds a function to a file the server never opened, and a call to it in
         // the open one.
@@ -455,7 +455,7 @@ fn lsp_5_python_files_changed_on_disk_are_resynced_before_a_request() {
         .unwrap();
         let line = line_of(&fx, "app/main.py", "print(triple(2))");
         let result = fx
-            .lsp(json!({"operation": "definition", "file": "app/main.py", "line": line, "symbol": "triple"}))
+            .lsp(json!({"operation": "definition", "path": "app/main.py", "line": line, "symbol": "triple"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -474,11 +474,11 @@ fn lsp_2_python_reload_restarts_the_server() {
     run(async {
         let fx = Fixture::temp(&project());
         ok(&fx
-            .lsp(json!({"operation": "hover", "file": "app/main.py", "line": 7, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "app/main.py", "line": 7, "symbol": "add"}))
             .await);
         let before = fx.pid("basedpyright").await.unwrap();
         let reload = fx
-            .lsp(json!({"operation": "reload", "file": "app/main.py"}))
+            .lsp(json!({"operation": "reload", "path": "app/main.py"}))
             .await;
         assert!(
             ok(&reload).starts_with("basedpyright (root .): restarted, pid "),
@@ -488,7 +488,7 @@ fn lsp_2_python_reload_restarts_the_server() {
         let after = fx.pid("basedpyright").await.unwrap();
         assert_ne!(before, after);
         let hover = fx
-            .lsp(json!({"operation": "hover", "file": "app/main.py", "line": 7, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "app/main.py", "line": 7, "symbol": "add"}))
             .await;
         assert!(ok(&hover).contains("Adds two numbers."), "{}", hover.text);
     });
@@ -502,7 +502,7 @@ fn lsp_2_python_a_server_killed_mid_run_comes_back() {
     run(async {
         let fx = Fixture::temp(&project());
         let args =
-            json!({"operation": "definition", "file": "app/main.py", "line": 6, "symbol": "area"});
+            json!({"operation": "definition", "path": "app/main.py", "line": 6, "symbol": "area"});
         ok(&fx.lsp(args.clone()).await);
         let pid = fx.kill_server("basedpyright").await;
         // The next call starts a new server and answers from it.
@@ -523,7 +523,7 @@ fn lsp_2_python_a_call_right_after_the_server_died_restarts_it() {
     run(async {
         let fx = Fixture::temp(&project());
         let args =
-            json!({"operation": "definition", "file": "app/main.py", "line": 6, "symbol": "area"});
+            json!({"operation": "definition", "path": "app/main.py", "line": 6, "symbol": "area"});
         ok(&fx.lsp(args.clone()).await);
         let pid = fx.pid("basedpyright").await.unwrap();
         std::process::Command::new("kill")

@@ -99,7 +99,7 @@ fn lsp_5_rust_definition_finds_the_declaration_through_a_trait_call() {
         let fx = &*SHARED;
         let line = line_of(fx, "src/lib.rs", "circle.area()");
         let result = fx
-            .lsp(json!({"operation": "definition", "file": "src/lib.rs", "line": line, "symbol": "area"}))
+            .lsp(json!({"operation": "definition", "path": "src/lib.rs", "line": line, "symbol": "area"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -119,7 +119,7 @@ fn lsp_3_rust_qualified_symbol_aims_at_the_last_segment() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "definition", "file": "src/lib.rs", "line": 19, "symbol": "shapes::unit_circle"}))
+            .lsp(json!({"operation": "definition", "path": "src/lib.rs", "line": 19, "symbol": "shapes::unit_circle"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -136,7 +136,7 @@ fn lsp_5_rust_type_definition_finds_the_type_of_a_variable() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "type_definition", "file": "src/lib.rs", "line": 19, "symbol": "circle"}))
+            .lsp(json!({"operation": "type_definition", "path": "src/lib.rs", "line": 19, "symbol": "circle"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -153,7 +153,7 @@ fn lsp_5_rust_implementation_lists_every_impl_of_a_trait() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "implementation", "file": "src/shapes.rs", "line": 2, "symbol": "Area"}))
+            .lsp(json!({"operation": "implementation", "path": "src/shapes.rs", "line": 2, "symbol": "Area"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -172,7 +172,7 @@ fn lsp_5_rust_references_are_capped_at_50_with_the_total() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "references", "file": "src/lib.rs", "line": 10, "symbol": "add"}))
+            .lsp(json!({"operation": "references", "path": "src/lib.rs", "line": 10, "symbol": "add"}))
             .await;
         let text = ok(&result);
         let lines: Vec<&str> = text.lines().collect();
@@ -196,7 +196,7 @@ fn lsp_5_rust_references_are_capped_at_50_with_the_total() {
         assert_eq!(structured["locations"].as_array().unwrap().len(), 50);
         // The next page, in path order.
         let next = fx
-            .lsp(json!({"operation": "references", "file": "src/lib.rs", "line": 10, "symbol": "add", "offset": 50, "max_results": 20}))
+            .lsp(json!({"operation": "references", "path": "src/lib.rs", "line": 10, "symbol": "add", "offset": 50, "max_results": 20}))
             .await;
         let next = ok(&next);
         assert!(next.ends_with("(showing 51 to 61 of 61)"), "{next}");
@@ -216,7 +216,7 @@ fn lsp_5_rust_hover_shows_the_signature_and_the_doc_comment() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "hover", "file": "src/lib.rs", "line": 10, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "src/lib.rs", "line": 10, "symbol": "add"}))
             .await;
         let text = ok(&result);
         assert!(text.starts_with("`add` at src/lib.rs:10:\n"), "{text}");
@@ -236,7 +236,7 @@ fn lsp_5_rust_symbols_of_a_file_are_an_outline() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "symbols", "file": "src/shapes.rs"}))
+            .lsp(json!({"operation": "symbols", "path": "src/shapes.rs"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -277,7 +277,7 @@ fn lsp_5_rust_code_actions_list_what_the_server_offers() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "code_actions", "file": "src/broken.rs", "line": 2, "symbol": "unused"}))
+            .lsp(json!({"operation": "code_actions", "path": "src/broken.rs", "line": 2, "symbol": "unused"}))
             .await;
         let text = ok(&result);
         assert!(
@@ -301,7 +301,7 @@ fn lsp_5_rust_diagnostics_of_a_file_are_its_errors() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "src/broken.rs"}))
+            .lsp(json!({"operation": "diagnostics", "path": "src/broken.rs"}))
             .await;
         let text = ok(&result);
         assert!(
@@ -310,7 +310,7 @@ fn lsp_5_rust_diagnostics_of_a_file_are_its_errors() {
         );
         assert!(text.contains("\n    \"text\""), "{text}");
         let clean = fx
-            .lsp(json!({"operation": "diagnostics", "file": "src/shapes.rs"}))
+            .lsp(json!({"operation": "diagnostics", "path": "src/shapes.rs"}))
             .await;
         assert_eq!(
             ok(&clean),
@@ -327,7 +327,7 @@ fn lsp_5_rust_diagnostics_star_runs_cargo_check() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "*"}))
+            .lsp(json!({"operation": "diagnostics", "path": "*"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -387,7 +387,7 @@ fn main() {
     run(async {
         let fx = Fixture::temp(files);
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
+            .lsp(json!({"operation": "diagnostics", "path": "*", "severity": "error"}))
             .await;
         let text = ok(&result);
         assert!(
@@ -415,7 +415,7 @@ fn main() {
         };
         let fx = Fixture::temp_with(files, config);
         let result = fx
-            .lsp(json!({"operation": "diagnostics", "file": "*", "severity": "error"}))
+            .lsp(json!({"operation": "diagnostics", "path": "*", "severity": "error"}))
             .await;
         let text = ok(&result);
         assert!(text.contains("all features): 3 errors"), "{text}");
@@ -431,7 +431,7 @@ fn lsp_4_rust_symbol_not_on_line_quotes_the_line() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "references", "file": "src/lib.rs", "line": 11, "symbol": "add"}))
+            .lsp(json!({"operation": "references", "path": "src/lib.rs", "line": 11, "symbol": "add"}))
             .await;
         assert_eq!(
             failed(&result),
@@ -445,7 +445,7 @@ fn lsp_4_a_symbol_not_on_the_line_is_refused_without_starting_a_server() {
     run(async {
         let fx = Fixture::temp(&project());
         let result = fx
-            .lsp(json!({"operation": "references", "file": "src/lib.rs", "line": 11, "symbol": "add"}))
+            .lsp(json!({"operation": "references", "path": "src/lib.rs", "line": 11, "symbol": "add"}))
             .await;
         assert_eq!(
             failed(&result),
@@ -465,7 +465,7 @@ fn lsp_4_navigation_without_symbol_is_an_error_that_quotes_the_line() {
     run(async {
         let fx = Fixture::temp(&project());
         let result = fx
-            .lsp(json!({"operation": "definition", "file": "src/lib.rs", "line": 10}))
+            .lsp(json!({"operation": "definition", "path": "src/lib.rs", "line": 10}))
             .await;
         assert_eq!(
             failed(&result),
@@ -480,7 +480,7 @@ fn lsp_2_rust_status_with_a_missing_marker_says_so() {
     run(async {
         let fx = Fixture::temp("//- /src/lib.rs\npub fn lonely() {}\n");
         let result = fx
-            .lsp(json!({"operation": "hover", "file": "src/lib.rs", "line": 1, "symbol": "lonely"}))
+            .lsp(json!({"operation": "hover", "path": "src/lib.rs", "line": 1, "symbol": "lonely"}))
             .await;
         assert_eq!(
             failed(&result),
@@ -515,7 +515,7 @@ fn lsp_2_rust_status_with_a_missing_binary_says_where_it_looked() {
         )]);
         let fx = Fixture::temp_with(&project(), config);
         let result = fx
-            .lsp(json!({"operation": "hover", "file": "src/lib.rs", "line": 10, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "src/lib.rs", "line": 10, "symbol": "add"}))
             .await;
         let text = failed(&result);
         assert!(
@@ -559,7 +559,7 @@ fn lsp_8_rust_rename_lists_feature_gated_calls_first_and_apart_from_comments() {
         let result = fx
             .call(
                 "lsp_rename",
-                json!({"file": "src/lib.rs", "line": 6, "symbol": "add", "new_name": "plus"}),
+                json!({"path": "src/lib.rs", "line": 6, "symbol": "add", "new_name": "plus"}),
             )
             .await;
         let text = ok(&result);
@@ -590,7 +590,7 @@ fn lsp_8_rust_rename_changes_every_file_and_the_server_sees_it() {
         let result = fx
             .call(
                 "lsp_rename",
-                json!({"file": "src/lib.rs", "line": 10, "symbol": "add", "new_name": "sum_two"}),
+                json!({"path": "src/lib.rs", "line": 10, "symbol": "add", "new_name": "sum_two"}),
             )
             .await;
         assert_eq!(
@@ -611,7 +611,7 @@ fn lsp_8_rust_rename_changes_every_file_and_the_server_sees_it() {
         assert_eq!(structured["total_edits"], 61);
         // The server got the new text: asking about the new name works at once.
         let references = fx
-            .lsp(json!({"operation": "references", "file": "src/uses.rs", "line": 3, "symbol": "sum_two"}))
+            .lsp(json!({"operation": "references", "path": "src/uses.rs", "line": 3, "symbol": "sum_two"}))
             .await;
         assert!(
             ok(&references).starts_with("61 references to `sum_two` (src/uses.rs:3):"),
@@ -632,7 +632,7 @@ fn lsp_8_rust_rename_refuses_what_cannot_be_renamed() {
         let result = fx
             .call(
                 "lsp_rename",
-                json!({"file": "src/lib.rs", "line": 10, "symbol": "u32", "new_name": "u64"}),
+                json!({"path": "src/lib.rs", "line": 10, "symbol": "u32", "new_name": "u64"}),
             )
             .await;
         assert!(
@@ -652,7 +652,7 @@ fn lsp_5_rust_files_changed_on_disk_are_resynced_before_a_request() {
     run(async {
         let fx = Fixture::temp(&project());
         let first = fx
-            .lsp(json!({"operation": "definition", "file": "src/lib.rs", "line": 20, "symbol": "area"}))
+            .lsp(json!({"operation": "definition", "path": "src/lib.rs", "line": 20, "symbol": "area"}))
             .await;
         ok(&first);
         // Another tool rewrites the open file: two lines appear above everything.
@@ -663,7 +663,7 @@ fn lsp_5_rust_files_changed_on_disk_are_resynced_before_a_request() {
         )
         .unwrap();
         let moved = fx
-            .lsp(json!({"operation": "references", "file": "src/lib.rs", "line": 12, "symbol": "add"}))
+            .lsp(json!({"operation": "references", "path": "src/lib.rs", "line": 12, "symbol": "add"}))
             .await;
         let moved_text = ok(&moved);
         assert!(
@@ -686,7 +686,7 @@ fn lsp_2_rust_reload_restarts_the_server() {
     run(async {
         let fx = Fixture::temp(&project());
         ok(&fx
-            .lsp(json!({"operation": "hover", "file": "src/lib.rs", "line": 10, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "src/lib.rs", "line": 10, "symbol": "add"}))
             .await);
         let before = fx.pid("rust-analyzer").await.unwrap();
         let reload = fx.lsp(json!({"operation": "reload"})).await;
@@ -698,7 +698,7 @@ fn lsp_2_rust_reload_restarts_the_server() {
         let after = fx.pid("rust-analyzer").await.unwrap();
         assert_ne!(before, after);
         let hover = fx
-            .lsp(json!({"operation": "hover", "file": "src/lib.rs", "line": 10, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "src/lib.rs", "line": 10, "symbol": "add"}))
             .await;
         assert!(ok(&hover).contains("pub fn add(left: u32, right: u32) -> u32"));
     });
@@ -712,7 +712,7 @@ fn lsp_2_rust_a_server_killed_mid_run_comes_back() {
     run(async {
         let fx = Fixture::temp(&project());
         let args =
-            json!({"operation": "definition", "file": "src/lib.rs", "line": 20, "symbol": "area"});
+            json!({"operation": "definition", "path": "src/lib.rs", "line": 20, "symbol": "area"});
         ok(&fx.lsp(args.clone()).await);
         let pid = fx.kill_server("rust-analyzer").await;
         // The next call starts a new server and answers from it.

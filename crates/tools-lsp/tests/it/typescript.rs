@@ -50,7 +50,7 @@ fn lsp_5_typescript_definition_crosses_an_import() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "definition", "file": "src/main.ts", "line": 5, "symbol": "add"}))
+            .lsp(json!({"operation": "definition", "path": "src/main.ts", "line": 5, "symbol": "add"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -68,7 +68,7 @@ fn lsp_5_typescript_references_span_the_project() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "references", "file": "src/shapes.ts", "line": 15, "symbol": "add"}))
+            .lsp(json!({"operation": "references", "path": "src/shapes.ts", "line": 15, "symbol": "add"}))
             .await;
         assert_eq!(
             ok(&result),
@@ -89,7 +89,7 @@ fn lsp_5_typescript_hover_shows_the_signature_and_the_doc_comment() {
     run(async {
         let fx = &*SHARED;
         let result = fx
-            .lsp(json!({"operation": "hover", "file": "src/main.ts", "line": 5, "symbol": "add"}))
+            .lsp(json!({"operation": "hover", "path": "src/main.ts", "line": 5, "symbol": "add"}))
             .await;
         let text = ok(&result);
         assert!(
@@ -108,7 +108,7 @@ fn lsp_5_typescript_diagnostics_of_a_file_and_of_the_project() {
     run(async {
         let fx = &*SHARED;
         let file = fx
-            .lsp(json!({"operation": "diagnostics", "file": "src/broken.ts"}))
+            .lsp(json!({"operation": "diagnostics", "path": "src/broken.ts"}))
             .await;
         assert_eq!(
             ok(&file),
@@ -117,7 +117,7 @@ fn lsp_5_typescript_diagnostics_of_a_file_and_of_the_project() {
              export const broken: number = \"text\";"
         );
         let project = fx
-            .lsp(json!({"operation": "diagnostics", "file": "*"}))
+            .lsp(json!({"operation": "diagnostics", "path": "*"}))
             .await;
         assert_eq!(
             ok(&project),
