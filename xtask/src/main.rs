@@ -1,11 +1,12 @@
 //! Project automation: `cargo xtask codegen [--check]`, `cargo xtask setup`, `cargo xtask ci`,
-//! `cargo xtask truth` and
+//! `cargo xtask tidy`, `cargo xtask truth` and
 //! `cargo xtask bench ast|lsp|diagnostics|eval|debug`.
 
 mod bench;
 mod ci;
 mod codegen;
 mod dist;
+mod tidy;
 mod truth;
 
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
         ["ci"] => ci::run(),
         ["setup"] => ci::setup(),
         ["dist"] => dist::run(),
+        ["tidy"] => tidy::run(),
         ["sdist-check"] => ci::sdist_installs(&project_root()),
         ["bench", what] => bench::run(what),
         ["truth", rest @ ..] => truth::run(rest),
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
                  cargo xtask setup               install what the tests need, and nothing else\n  \
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
+                 cargo xtask tidy                every SPEC ID cited in code or a test name, each written out\n  \
                  cargo xtask dist                the release wheel and sdist of the Python package, measured\n  \
                  cargo xtask sdist-check         pip install the sdist (dev profile) and use it, as ci does\n  \
                  cargo xtask truth               diagnostics on write against the checkers, on real projects\n  \

@@ -174,9 +174,9 @@ impl<'de, C: serde::Deserialize<'de>> Visitor<'de> for Table<C> {
 #[cfg(test)]
 mod tests {
     /// The family list and the manifest's features are one list: a family added to one and
-    /// not the other fails here.
+    /// not the other fails here. PROD-1: one feature per family, all on by default.
     #[test]
-    fn the_family_list_is_the_manifests_features() {
+    fn prod_1_the_family_list_is_the_manifests_features_all_on_by_default() {
         let manifest: toml::Table = toml::from_str(include_str!("../Cargo.toml")).unwrap();
         let features = manifest["features"].as_table().unwrap();
         let mut declared: Vec<&str> = features

@@ -1,4 +1,4 @@
-//! `ast_grep`: find code by its shape (AST-1…4).
+//! `ast_grep`: find code by its shape (AST-1, AST-2, AST-3, AST-4).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! `eval`: runs a cell in the run's persistent Python or JavaScript kernel (EVAL-1…9).
+//! `eval`: runs a cell in the run's persistent Python or JavaScript kernel (EVAL-1, EVAL-2, EVAL-3,
+//! EVAL-4, EVAL-5, EVAL-6, EVAL-7, EVAL-8, EVAL-9).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,4 +1,5 @@
-//! `eval`: persistent Python and JavaScript kernels (SPEC section 5, EVAL-1…9).
+//! `eval`: persistent Python and JavaScript kernels (SPEC section 5, EVAL-1, EVAL-2, EVAL-3,
+//! EVAL-4, EVAL-5, EVAL-6, EVAL-7, EVAL-8, EVAL-9).
 //!
 //! A kernel is a separate process (SPEC section 9: reset, killing a runaway cell, crash
 //! isolation, the project's own interpreter, the sandbox), started through tools-process and

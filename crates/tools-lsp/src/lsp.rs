@@ -1,5 +1,6 @@
-//! `lsp`: read-only questions to the project's language server (LSP-1…5): definitions, types,
-//! implementations, references, hover, symbols, code actions, diagnostics, status, reload.
+//! `lsp`: read-only questions to the project's language server (LSP-1, LSP-2, LSP-3, LSP-4, LSP-5):
+//! definitions, types, implementations, references, hover, symbols, code actions, diagnostics,
+//! status, reload.
 //!
 //! The input is decoded once into an [`LspRequest`](request::LspRequest) (every argument error
 //! is found there, before a server starts); each operation's handler returns an answer value

@@ -1,4 +1,4 @@
-//! Positions: the model names a 1-based `line` and a `symbol` on it (LSP-3/4), never a column;
+//! Positions: the model names a 1-based `line` and a `symbol` on it (LSP-3, LSP-4), never a column;
 //! we find the occurrence it means (the server's position encoding is tools-lsp-client's
 //! `Encoding`).
 
@@ -75,7 +75,7 @@ fn is_identifier_char(ch: char) -> bool {
     ch.is_alphanumeric() || ch == '_' || ch == '$'
 }
 
-/// Finds `symbol` on 1-based `line` of `text` (LSP-3/4). `shown` names the file in errors.
+/// Finds `symbol` on 1-based `line` of `text` (LSP-3, LSP-4). `shown` names the file in errors.
 ///
 /// Whole-identifier occurrences are preferred over ones inside a longer name; qualified text
 /// (`a.b`, `A::b`, `a->b`) aims at its last segment; `occurrence` (1-based) picks among

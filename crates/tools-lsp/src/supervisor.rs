@@ -71,7 +71,7 @@ impl LspSupervisor {
         &self.config
     }
 
-    /// Opens `file` and aims at `symbol` on 1-based `line` (LSP-3/4): the position a
+    /// Opens `file` and aims at `symbol` on 1-based `line` (LSP-3, LSP-4): the position a
     /// navigation or rename request is sent for. A symbol that is not on the line is refused
     /// from the file on disk, before a server is started or waited for (a cold rust-analyzer
     /// takes a minute to index).
@@ -105,7 +105,7 @@ impl LspSupervisor {
 
     /// What can be refused about a position from the disk alone, before any server starts:
     /// the path (PROD-5), the file, a server for its kind of file and a root for it, the
-    /// line and the symbol on it (LSP-3/4).
+    /// line and the symbol on it (LSP-3, LSP-4).
     pub(crate) async fn check_target(
         &self,
         workspace: &Workspace,

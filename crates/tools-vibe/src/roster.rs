@@ -1,6 +1,7 @@
-//! The run's workers: their states, the queue, the limits (VIBE-2…6). A worker's transcript
-//! and result are written under the run's state directory as they come, so a result is never
-//! only in memory; the task that runs one worker's command lives in `roster/run.rs`.
+//! The run's workers: their states, the queue, the limits (VIBE-2, VIBE-3, VIBE-4, VIBE-5, VIBE-6).
+//! A worker's transcript and result are written under the run's state directory as they come, so a
+//! result is never only in memory; the task that runs one worker's command lives in
+//! `roster/run.rs`.
 
 mod run;
 

@@ -1,5 +1,5 @@
 //! One worker as the roster keeps it: where it stands, what it printed, and how its current
-//! run is stopped (VIBE-2…6).
+//! run is stopped (VIBE-2, VIBE-3, VIBE-4, VIBE-5, VIBE-6).
 
 use std::path::PathBuf;
 

@@ -1,7 +1,7 @@
-//! The language-server family tells the whole truth (SPEC section 10, LSP-5…8): every new
-//! error counted, fallout in files a write did not touch, no silent "clean", no silent
-//! partial rename, caps that keep the point. Each test drives `agent-tools serve` through an
-//! MCP client against the real servers (rust-analyzer, basedpyright, clangd).
+//! The language-server family tells the whole truth (SPEC section 10, LSP-5, LSP-6, LSP-7, LSP-8):
+//! every new error counted, fallout in files a write did not touch, no silent "clean", no silent
+//! partial rename, caps that keep the point. Each test drives `agent-tools serve` through an MCP
+//! client against the real servers (rust-analyzer, basedpyright, clangd).
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,4 @@
-//! The position questions (LSP-3/4): definitions, type definitions, implementations,
+//! The position questions (LSP-3, LSP-4): definitions, type definitions, implementations,
 //! references, hover and code actions at a symbol pointed at by line and text.
 
 use std::sync::Arc;

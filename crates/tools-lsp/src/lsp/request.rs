@@ -1,5 +1,5 @@
-//! The `lsp` input decoded once into what to ask (LSP-3…5). Every argument error is found
-//! here, before any server is started or waited for.
+//! The `lsp` input decoded once into what to ask (LSP-3, LSP-4, LSP-5). Every argument error is
+//! found here, before any server is started or waited for.
 
 use tools_core::{Line, ToolError, Workspace};
 
