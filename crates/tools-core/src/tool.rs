@@ -388,14 +388,17 @@ impl<T: Tool> AnyTool for T {
             }
         };
         let mut arguments = arguments;
-        absent_when_null(&mut arguments, &schema_for::<T::Input>());
+        let schema = schema_for::<T::Input>();
+        absent_when_null(&mut arguments, &schema);
+        let unlisted = unlisted_fields(&arguments, &schema);
         let input: T::Input = serde_path_to_error::deserialize(arguments).map_err(|error| {
             let field = error.path().to_string();
+            let problem = error.into_inner().to_string();
             ArgumentError {
                 tool: T::NAME.to_owned(),
                 field: if field == "." { String::new() } else { field },
-                problem: error.into_inner().to_string(),
-                expected: schema_signature(&schema_for::<T::Input>()),
+                problem: sent_twice(problem, &unlisted),
+                expected: schema_signature(&schema),
             }
         })?;
         let writes = match T::WRITES_FILES {
@@ -466,5 +469,78 @@ fn absent_when_null(value: &mut Value, schema: &serde_json::Map<String, Value>) 
             }
         }
         _ => {}
+    }
+}
+
+/// The top-level fields of `arguments` the schema does not list: the older names (serde
+/// aliases) a tool still takes for a renamed argument, such as `file` for `path`. Empty when
+/// the schema lists no properties (an input that is not a plain object of fields).
+fn unlisted_fields(arguments: &Value, schema: &serde_json::Map<String, Value>) -> Vec<String> {
+    let (Some(given), Some(listed)) = (
+        arguments.as_object(),
+        schema.get("properties").and_then(Value::as_object),
+    ) else {
+        return Vec::new();
+    };
+    given
+        .keys()
+        .filter(|name| !listed.contains_key(*name))
+        .cloned()
+        .collect()
+}
+
+/// serde's "duplicate field `path`" for arguments that sent a field under its name and under
+/// an older name too, which reads as if `path` were sent twice: say which names collided and
+/// which one to keep.
+fn sent_twice(problem: String, unlisted: &[String]) -> String {
+    let Some(field) = problem
+        .strip_prefix("duplicate field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    else {
+        return problem;
+    };
+    match unlisted {
+        [] => problem,
+        older => format!(
+            "`{field}` was sent twice, also as {}, an older name of it; send `{field}` only",
+            older
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// CORE-7: a field sent under its name and an older one (a serde alias) is refused with
+    /// both names, not as if the one field had been sent twice.
+    #[test]
+    fn core_7_a_field_sent_under_two_names_names_both() {
+        let schema = json!({"properties": {"path": {}, "line": {}}});
+        let schema = schema.as_object().unwrap();
+        let arguments = json!({"path": "a.rs", "file": "a.rs", "line": 3});
+        let unlisted = unlisted_fields(&arguments, schema);
+        assert_eq!(unlisted, ["file"]);
+        assert_eq!(
+            sent_twice("duplicate field `path`".to_owned(), &unlisted),
+            "`path` was sent twice, also as `file`, an older name of it; send `path` only"
+        );
+        // Other problems, and a duplicate without an older name, are serde's words.
+        assert_eq!(
+            sent_twice("missing field `line`".to_owned(), &unlisted),
+            "missing field `line`"
+        );
+        assert_eq!(
+            sent_twice("duplicate field `path`".to_owned(), &[]),
+            "duplicate field `path`"
+        );
+        // An input that lists no properties has no older names to tell apart.
+        assert!(unlisted_fields(&arguments, json!({}).as_object().unwrap()).is_empty());
     }
 }

@@ -299,6 +299,9 @@ fn lsp_3_a_client_that_names_the_file_by_its_old_name_is_answered_alike() {
         });
         let result = fx.lsp(both).await;
         let error = failed(&result);
-        assert!(error.contains("duplicate field `path`"), "{error}");
+        assert!(
+            error.contains("`path` was sent twice, also as `file`, an older name of it"),
+            "{error}"
+        );
     });
 }
