@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 /// The JSON schema of `T` as arguments decode into it, in the shape every tool's schema has:
 /// wholly inline, since some model APIs' schema subsets take no `$ref`.
 pub fn schema_for<T: JsonSchema>() -> Map<String, Value> {
-    generate::<T>(SchemaSettings::draft2020_12(), true)
+    generate::<T>(SchemaSettings::draft2020_12(), Subschemas::Inline)
 }
 
 /// The JSON schema of `T` as results serialise from it: a field skipped when empty
@@ -23,7 +23,10 @@ pub fn schema_for<T: JsonSchema>() -> Map<String, Value> {
 /// write report's file entry, a worker view) is defined once under `$defs` and referenced;
 /// the rest is inline.
 pub fn output_schema_for<T: JsonSchema>() -> Map<String, Value> {
-    let mut schema = generate::<T>(SchemaSettings::draft2020_12().for_serialize(), false);
+    let mut schema = generate::<T>(
+        SchemaSettings::draft2020_12().for_serialize(),
+        Subschemas::Referenced,
+    );
     inline_single_uses(&mut schema);
     schema
 }
@@ -106,10 +109,19 @@ fn replace_refs(value: &mut Value, inlined: &Map<String, Value>) {
     }
 }
 
-fn generate<T: JsonSchema>(settings: SchemaSettings, inline: bool) -> Map<String, Value> {
+/// Where the generator puts the schema of a type the root uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subschemas {
+    /// Written out wherever it is used: inputs, for APIs that take no `$ref`.
+    Inline,
+    /// Defined once under `$defs` and referenced (outputs; single uses are inlined later).
+    Referenced,
+}
+
+fn generate<T: JsonSchema>(settings: SchemaSettings, subschemas: Subschemas) -> Map<String, Value> {
     let generator = settings
         .with(|settings| {
-            settings.inline_subschemas = inline;
+            settings.inline_subschemas = subschemas == Subschemas::Inline;
             settings.meta_schema = None;
         })
         .with_transform(ClosedObjects)
