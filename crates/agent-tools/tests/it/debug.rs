@@ -1,16 +1,18 @@
 //! `debug` through `agent-tools serve`, driven by an MCP client, against the real adapters
 //! (debugpy in the test venv, lldb-dap from Debian's lldb-19, delve; installed by `cargo
-//! xtask ci`). After every test the process table is searched for anything the server
-//! started: no adapter or debuggee may outlive a session, its TTL, or the server.
+//! xtask ci`). Each scenario is one transcript snapshot (`snapshots/`, named after its
+//! test): every call, and what the model reads back, in text and structure. After every test
+//! the process table is searched for anything the server started: no adapter or debuggee
+//! may outlive a session, its TTL, or the server.
 
 use std::path::Path;
 use std::time::Duration;
 
-use rmcp::model::TaskPayload;
+use rmcp::model::{CallToolResult, TaskPayload};
 use serde_json::{Value, json};
 
 use crate::support::{Client, Server, is_error, text, until_processes};
-use tools_test_support::{repo_root, require, write_files};
+use tools_test_support::{Transcript, repo_root, require, snapshot_settings, write_files};
 
 /// Whether the test venv has debugpy (said loudly when not; fails under `CI=true`).
 fn debugpy_available() -> bool {
@@ -21,6 +23,8 @@ fn debugpy_available() -> bool {
     require("debugpy", installed, ".venv/bin/pip install debugpy")
 }
 
+/// Whether lldb-dap and gcc, which builds the C program, are here (said loudly when not;
+/// fails under `CI=true`).
 fn lldb_available() -> bool {
     let installed = which("lldb-dap-19") || which("lldb-dap");
     require(
@@ -30,6 +34,8 @@ fn lldb_available() -> bool {
     )
 }
 
+/// Whether delve and go, which builds the Go program, are here (said loudly when not; fails
+/// under `CI=true`).
 fn delve_available() -> bool {
     require(
         "delve",
@@ -79,21 +85,60 @@ async fn start(root: &Path) -> Server {
     .await
 }
 
-async fn debug(server: &Server, arguments: Value) -> (String, Value) {
+/// Calls `debug` with `arguments`, records the answer in `t`, and returns its text and its
+/// structured content: for the handles a later call passes back (a frame id, a reference),
+/// and for what a snapshot cannot hold (a configured timeout, which the duration filter
+/// hides).
+async fn call(t: &mut Transcript, server: &Server, arguments: Value) -> (String, Value) {
     let result = server.call("debug", arguments.clone()).await;
-    let shown = text(&result);
-    assert!(!is_error(&result), "{arguments} failed: {shown}");
-    (shown, result.structured_content.unwrap_or(Value::Null))
+    let structured = t.record_mcp("debug", &arguments, &result);
+    (text(&result), structured)
 }
 
-async fn debug_error(server: &Server, arguments: Value) -> String {
-    let result = server.call("debug", arguments.clone()).await;
-    assert!(
-        is_error(&result),
-        "{arguments} should fail: {}",
+/// Sets a breakpoint at `path`:`line` and launches `program` to it, for a test about
+/// processes rather than answers (the end-to-end snapshots show these answers).
+async fn launch_to_a_breakpoint(server: &Server, path: &str, line: u32, program: &str) {
+    let set = json!({"operation": "breakpoints", "path": path, "lines": [line]});
+    let result = server.call("debug", set.clone()).await;
+    assert!(!is_error(&result), "{set} failed: {}", text(&result));
+    let launch = json!({"operation": "launch", "program": program});
+    let result = server.call("debug", launch).await;
+    let stopped = result.structured_content.clone().unwrap_or(Value::Null);
+    assert_eq!(
+        stopped["stopped"]["reason"],
+        "breakpoint",
+        "{}",
         text(&result)
     );
-    text(&result)
+}
+
+/// The reference a `variables`/`scopes` line gives for `name`.
+fn reference_of(listing: &str, name: &str) -> i64 {
+    listing
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .and_then(|l| l.rsplit("reference ").next())
+        .and_then(|r| r.trim_end_matches([')', ']']).parse().ok())
+        .unwrap_or_else(|| panic!("no reference for {name}: {listing}"))
+}
+
+/// What varies in every debug transcript: the handles an adapter numbers as it goes (frame
+/// ids and variable references), which a model only passes back. No `\b` before the words:
+/// in the structured `answer` a line starts after a JSON `\n`.
+const HANDLES: &[(&str, &str)] = &[
+    (r"frame \d+", "frame [FRAME]"),
+    (r#"("frame_id": ?)\d+"#, "${1}[FRAME]"),
+    (r"reference \d+", "reference [REF]"),
+    (r#"("reference": ?)\d+"#, "${1}[REF]"),
+];
+
+/// Snapshots the transcript `t` as `name`, with [`HANDLES`] and this test's own `extra`
+/// filters.
+fn assert_transcript(name: &str, t: Transcript, extra: &[(&str, &str)]) {
+    let filters: Vec<(&str, &str)> = HANDLES.iter().chain(extra).copied().collect();
+    let transcript = t.finish_with(&filters);
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!(name, transcript);
 }
 
 /// Only the server itself is left among the processes it started.
@@ -126,136 +171,79 @@ async fn dbg_5_debugpy_end_to_end() {
     }
     let dir = python_project("");
     let server = start(dir.path()).await;
-
-    let (set, _) = debug(
+    let mut t = Transcript::new(dir.path());
+    // Before a session, breakpoints wait for the launch.
+    t.call(
         &server,
+        "debug",
         json!({"operation": "breakpoints", "path": "app.py", "lines": [14]}),
     )
     .await;
-    assert!(
-        set.contains("sent to the adapter when a session launches"),
-        "{set}"
-    );
-
-    let (stop, data) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
-    assert!(
-        stop.contains("with debugpy (inferred from the program)"),
-        "{stop}"
-    );
-    assert!(
-        stop.contains("breakpoints in app.py: 14 verified"),
-        "{stop}"
-    );
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    assert!(stop.contains("at app.py:14 in main"), "{stop}");
-    assert!(
-        stop.contains(">   14 |     value = helper(count)"),
-        "{stop}"
-    );
-    assert!(
-        stop.contains("    13 |     print(\"hello from app\", subprocess.run("),
-        "{stop}"
-    );
-    assert!(stop.contains("count = 3"), "{stop}");
-    // A child process runs free (it is not debugged) and its output is the program's.
-    assert!(stop.contains("hello from app 42"), "{stop}");
-    // The stop is a place like every tool's: path, line and the line's text.
-    assert_eq!(data["stopped"]["path"], "app.py");
-    assert_eq!(data["stopped"]["line"], 14);
-    assert_eq!(data["stopped"]["text"], "value = helper(count)");
-    assert_eq!(data["adapter"], "debugpy");
-    let frame = data["stopped"]["frame_id"].as_i64().unwrap();
-
+    // The adapter is inferred from the program, the breakpoint is verified, and the stop is a
+    // place like every tool's (path, line, the line's text) with its source and locals. A
+    // child process runs free (it is not debugged) and its output is the program's.
+    let stop = t
+        .call(
+            &server,
+            "debug",
+            json!({"operation": "launch", "program": "app.py"}),
+        )
+        .await;
+    let frame = stop["stopped"]["frame_id"].clone();
     // DBG-4: one session per conversation.
-    let refused = debug_error(&server, json!({"operation": "launch", "program": "app.py"})).await;
-    assert!(
-        refused.contains("already running") && refused.contains("app.py with debugpy, stopped"),
-        "{refused}"
-    );
-
-    let (stack, _) = debug(&server, json!({"operation": "stack"})).await;
-    assert!(stack.contains("main at app.py:14"), "{stack}");
-    assert!(stack.contains("<module> at app.py:19"), "{stack}");
-
-    let (scopes, _) = debug(&server, json!({"operation": "scopes", "frame_id": frame})).await;
-    let locals: i64 = scopes
-        .lines()
-        .find(|l| l.starts_with("Locals"))
-        .and_then(|l| l.split("reference ").nth(1))
-        .and_then(|r| r.trim_end_matches(')').parse().ok())
-        .unwrap_or_else(|| panic!("no Locals scope: {scopes}"));
-    let (variables, _) = debug(
+    t.call(
         &server,
-        json!({"operation": "variables", "reference": locals}),
+        "debug",
+        json!({"operation": "launch", "program": "app.py"}),
     )
     .await;
-    assert!(variables.contains("count (int) = 3"), "{variables}");
-    let long = variables.lines().find(|l| l.starts_with("text ")).unwrap();
-    assert!(long.contains("… (1602 more characters cut)"), "{long}");
-    let items: i64 = variables
-        .lines()
-        .find(|l| l.starts_with("items "))
-        .and_then(|l| l.split("[reference ").nth(1))
-        .and_then(|r| r.trim_end_matches(']').parse().ok())
-        .unwrap_or_else(|| panic!("no items reference: {variables}"));
-    let (children, _) = debug(
+    t.call(&server, "debug", json!({"operation": "stack"}))
+        .await;
+    let (scopes, _) = call(
+        &mut t,
         &server,
-        json!({"operation": "variables", "reference": items}),
+        json!({"operation": "scopes", "frame_id": frame}),
     )
     .await;
-    assert!(
-        children.contains("more children not shown: variables are capped at 50"),
-        "{children}"
-    );
-    assert_eq!(
-        children.lines().filter(|l| !l.starts_with('(')).count(),
-        1 + 50,
-        "{children}"
-    );
-
-    let (value, _) = debug(
+    // A long string is cut at 400 characters, with a note.
+    let (variables, _) = call(
+        &mut t,
         &server,
+        json!({"operation": "variables", "reference": reference_of(&scopes, "Locals")}),
+    )
+    .await;
+    // 120 children are capped at 50, with a note.
+    t.call(
+        &server,
+        "debug",
+        json!({"operation": "variables", "reference": reference_of(&variables, "items")}),
+    )
+    .await;
+    t.call(
+        &server,
+        "debug",
         json!({"operation": "evaluate", "expression": "count + 1", "frame_id": frame}),
     )
     .await;
-    assert!(value.starts_with("count + 1 = 4"), "{value}");
-
-    let (inside, _) = debug(&server, json!({"operation": "step_in"})).await;
-    assert!(inside.contains("at app.py:5 in helper"), "{inside}");
-    let (over, _) = debug(&server, json!({"operation": "step_over"})).await;
-    assert!(
-        over.contains("at app.py:6 in helper") && over.contains("total = 6"),
-        "{over}"
-    );
-    let (out, _) = debug(&server, json!({"operation": "step_out"})).await;
-    assert!(out.contains("in main"), "{out}");
-
-    let (threads, _) = debug(&server, json!({"operation": "threads"})).await;
-    assert!(threads.contains("MainThread"), "{threads}");
-
-    let (exit, data) = debug(&server, json!({"operation": "continue"})).await;
-    assert!(exit.contains("the program exited with code 7"), "{exit}");
-    assert!(exit.contains("value 6"), "{exit}");
-    assert_eq!(data["exit_code"], 7);
-
-    let (status, _) = debug(&server, json!({"operation": "status"})).await;
-    assert!(
-        status.contains("no debug session is running; the last one: app.py exited with code 7"),
-        "{status}"
-    );
+    t.call(&server, "debug", json!({"operation": "step_in"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "step_over"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "step_out"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "threads"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "continue"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "status"}))
+        .await;
     // DBG-5: what the program printed stays readable after it exited, all of it (the
     // `continue` above showed only its last lines), until the next launch.
-    let (printed, data) = debug(&server, json!({"operation": "output"})).await;
-    assert!(
-        printed.starts_with(
-            "no debug session is running; the last one: app.py exited with code 7; all it \
-             printed:\nhello from app 42\n"
-        ) && printed.ends_with("value 6"),
-        "{printed}"
-    );
-    assert_eq!(data["state"], "exited with code 7");
+    t.call(&server, "debug", json!({"operation": "output"}))
+        .await;
     only_the_server_left(&server).await;
     nothing_left(server).await;
+    assert_transcript("dbg_5_debugpy_end_to_end", t, &[]);
 }
 
 #[tokio::test]
@@ -265,59 +253,57 @@ async fn dbg_4_terminate_ends_everything_and_a_new_session_may_start() {
     }
     let dir = python_project("");
     let server = start(dir.path()).await;
-    debug(
+    let mut t = Transcript::new(dir.path());
+    t.call(
         &server,
+        "debug",
         json!({"operation": "breakpoints", "path": "app.py", "lines": [14]}),
     )
     .await;
-    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    // Breakpoints set during a session reach the adapter at once.
-    let (set, _) = debug(
+    t.call(
         &server,
-        // `file`, the argument's old name, still names the file.
+        "debug",
+        json!({"operation": "launch", "program": "app.py"}),
+    )
+    .await;
+    // Breakpoints set during a session reach the adapter at once. `file`, the argument's old
+    // name, still names the file.
+    t.call(
+        &server,
+        "debug",
         json!({"operation": "breakpoints", "file": "app.py", "lines": [16, 14]}),
     )
     .await;
-    assert_eq!(set, "breakpoints in app.py: 14 verified, 16 verified");
-    let (next, _) = debug(&server, json!({"operation": "continue"})).await;
-    assert!(next.contains("at app.py:16 in main"), "{next}");
-    assert!(next.contains("output:\nvalue 6"), "{next}");
-    let (status, _) = debug(&server, json!({"operation": "status"})).await;
-    assert!(
-        status.contains("session: app.py with debugpy, stopped (breakpoint) on thread"),
-        "{status}"
-    );
-    assert!(
-        status.contains("stopped at app.py:16 in main (frame "),
-        "{status}"
-    );
-    assert!(
-        status.contains("breakpoints: app.py lines 14, 16"),
-        "{status}"
-    );
-    let (ended, _) = debug(&server, json!({"operation": "terminate"})).await;
-    assert!(ended.contains("terminated app.py"), "{ended}");
+    t.call(&server, "debug", json!({"operation": "continue"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "status"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "terminate"}))
+        .await;
     only_the_server_left(&server).await;
-    let missing = debug_error(&server, json!({"operation": "stack"})).await;
-    assert!(
-        missing.contains("`stack` needs a debug session and none is running"),
-        "{missing}"
-    );
+    t.note("the adapter and the program are gone from the process table");
+    t.call(&server, "debug", json!({"operation": "stack"}))
+        .await;
     // Clearing the file's breakpoints lets the program run to its end.
-    let (cleared, _) = debug(
+    t.call(
         &server,
+        "debug",
         json!({"operation": "breakpoints", "path": "app.py", "lines": []}),
     )
     .await;
-    assert!(cleared.contains("cleared"), "{cleared}");
-    let (exit, _) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
-    assert!(
-        exit.contains("exited with code 7") && exit.contains("value 6"),
-        "{exit}"
-    );
+    t.call(
+        &server,
+        "debug",
+        json!({"operation": "launch", "program": "app.py"}),
+    )
+    .await;
     only_the_server_left(&server).await;
     nothing_left(server).await;
+    assert_transcript(
+        "dbg_4_terminate_ends_everything_and_a_new_session_may_start",
+        t,
+        &[],
+    );
 }
 
 #[tokio::test]
@@ -327,98 +313,75 @@ async fn dbg_4_a_session_past_its_ttl_is_killed_and_the_next_call_says_so() {
     }
     let dir = python_project("[debug]\nsession_ttl_seconds = 2\n");
     let server = start(dir.path()).await;
-    debug(
+    let mut t = Transcript::new(dir.path());
+    t.call(
         &server,
+        "debug",
         json!({"operation": "breakpoints", "path": "app.py", "lines": [14]}),
     )
     .await;
-    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app.py"})).await;
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    t.call(
+        &server,
+        "debug",
+        json!({"operation": "launch", "program": "app.py"}),
+    )
+    .await;
     only_the_server_left(&server).await;
-    let expired = debug_error(&server, json!({"operation": "continue"})).await;
-    assert!(
-        expired.contains("expired") && expired.contains("2 s"),
-        "{expired}"
-    );
-    let (status, _) = debug(&server, json!({"operation": "status"})).await;
-    assert!(
-        status.contains(
-            "no debug session is running; the last one: the debug session of app.py expired"
-        ),
-        "{status}"
-    );
+    t.note("the TTL passes: the adapter and the program are gone from the process table");
+    let (expired, _) = call(&mut t, &server, json!({"operation": "continue"})).await;
+    // The TTL the config sets, which the snapshot shows as a duration.
+    assert!(expired.contains("time limit of 2 s"), "{expired}");
+    t.call(&server, "debug", json!({"operation": "status"}))
+        .await;
     nothing_left(server).await;
+    assert_transcript(
+        "dbg_4_a_session_past_its_ttl_is_killed_and_the_next_call_says_so",
+        t,
+        &[],
+    );
 }
 
 #[tokio::test]
 async fn dbg_2_adapters_say_which_marker_and_binary_are_missing() {
-    if !debugpy_available() {
+    // The report names every adapter, so the snapshot needs all of them here.
+    if !debugpy_available() || !lldb_available() || !delve_available() {
         return;
     }
     let dir = python_project("");
     let server = start(dir.path()).await;
-    let (report, data) = debug(&server, json!({"operation": "adapters"})).await;
-    let line = |name: &str| -> String {
-        let start = report.find(&format!("{name}: ")).unwrap();
-        let rest = &report[start..];
-        let end = rest[1..]
-            .find("\n")
-            .map(|i| {
-                // Include the indented "why not" line.
-                let next = &rest[i + 2..];
-                if next.starts_with("  why not") {
-                    i + 2 + next.find('\n').unwrap_or(next.len())
-                } else {
-                    i + 1
-                }
-            })
-            .unwrap_or(rest.len());
-        rest[..end].to_owned()
-    };
-    let debugpy = line("debugpy");
-    assert!(
-        debugpy.starts_with("debugpy: usable; marker pyproject.toml in .; binary "),
-        "{report}"
-    );
-    assert!(
-        debugpy.contains(".venv/bin/python3 (as python3, debugpy 1."),
-        "{report}"
-    );
-    let dart = line("dart");
-    assert!(
-        dart.contains("not usable; no marker; no binary"),
-        "{report}"
-    );
-    assert!(
-        dart.contains("no root marker (pubspec.yaml) in the workspace"),
-        "{report}"
-    );
-    assert!(dart.contains("no binary (dart, dart-NN)"), "{report}");
-    assert_eq!(data["adapters"][0]["adapter"], "debugpy");
-    assert_eq!(data["adapters"][0]["usable"], true);
-    if delve_available() {
-        let delve = line("delve");
-        assert!(delve.contains("not usable; no marker; binary "), "{report}");
-        assert!(delve.contains("no root marker (go.mod)"), "{report}");
-    }
-    if lldb_available() {
-        let lldb = line("lldb");
-        assert!(lldb.contains("(as lldb-dap-19"), "{report}");
-    }
+    let mut t = Transcript::new(dir.path());
+    t.call(&server, "debug", json!({"operation": "adapters"}))
+        .await;
     // DBG-2: without the marker, launch is refused with the reason.
-    let refused = debug_error(
+    t.call(
         &server,
+        "debug",
         json!({"operation": "launch", "program": "app.py", "adapter": "delve"}),
     )
     .await;
-    assert!(
-        refused.contains("delve needs a project root marker (go.mod)"),
-        "{refused}"
-    );
-    let missing = debug_error(&server, json!({"operation": "launch"})).await;
-    assert!(missing.contains("`launch` needs `program`"), "{missing}");
+    t.call(&server, "debug", json!({"operation": "launch"}))
+        .await;
     nothing_left(server).await;
+    assert_transcript(
+        "dbg_2_adapters_say_which_marker_and_binary_are_missing",
+        t,
+        ADAPTER_VERSIONS,
+    );
 }
+
+/// What an adapters report says that is this machine's: the folder of each binary found on
+/// `PATH` (one in the workspace shows as `[ROOT]`), and each adapter's version.
+const ADAPTER_VERSIONS: &[(&str, &str)] = &[
+    (r"binary /\S*/([^/\s]+) ", "binary [DIR]/$1 "),
+    (r#"("path": )"/[^"]*/([^/"]+)""#, r#"$1"[DIR]/$2""#),
+    (r"debugpy \d+\.\d+\.\d+", "debugpy [VERSION]"),
+    (r"lldb-dap-\d+", "lldb-dap-[N]"),
+    (
+        r"version \d+ \(from its name\)",
+        "version [N] (from its name)",
+    ),
+    (r"Version: \d+\.\d+\.\d+", "Version: [VERSION]"),
+];
 
 #[tokio::test]
 async fn core_4_debug_is_absent_on_the_plan_surface() {
@@ -429,11 +392,14 @@ async fn core_4_debug_is_absent_on_the_plan_surface() {
         Client::without_elicitation(),
     )
     .await;
+    // The tool list, not an answer: `debug` is not among the names.
     let names = server.tool_names().await;
     assert!(!names.contains(&"debug".to_owned()), "{names:?}");
-    let refused = server.call("debug", json!({"operation": "adapters"})).await;
-    assert!(is_error(&refused), "{}", text(&refused));
+    let mut t = Transcript::new(dir.path());
+    t.call(&server, "debug", json!({"operation": "adapters"}))
+        .await;
     nothing_left(server).await;
+    assert_transcript("core_4_debug_is_absent_on_the_plan_surface", t, &[]);
 }
 
 const LOOP: &str = r#"import time
@@ -476,40 +442,45 @@ async fn dbg_5_attach_by_port_to_a_listening_debugpy() {
         .spawn()
         .unwrap();
     let server = start(dir.path()).await;
-    debug(
+    let mut t = Transcript::new(dir.path());
+    t.call(
         &server,
+        "debug",
         json!({"operation": "breakpoints", "path": "loop.py", "lines": [5]}),
     )
     .await;
-    // The listener may take a moment to open its port.
+    // The listener may take a moment to open its port: the attempts before it did are not
+    // the scenario's, only the one that attached.
+    let attach = json!({"operation": "attach", "port": port});
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let stop = loop {
-        let result = server
-            .call("debug", json!({"operation": "attach", "port": port}))
-            .await;
+    let attached = loop {
+        let result = server.call("debug", attach.clone()).await;
         if !is_error(&result) || std::time::Instant::now() > deadline {
-            break text(&result);
+            break result;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(
-        stop.contains(&format!("attached to port {port} with debugpy")),
-        "{stop}"
-    );
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    assert!(stop.contains("loop.py:5 in tick"), "{stop}");
-    let (value, _) = debug(
+    t.record_mcp("debug", &attach, &attached);
+    t.call(
         &server,
+        "debug",
         json!({"operation": "evaluate", "expression": "i * 10"}),
     )
     .await;
-    assert!(value.starts_with("i * 10 = "), "{value}");
-    let (ended, _) = debug(&server, json!({"operation": "terminate"})).await;
-    assert!(ended.contains("detached from port"), "{ended}");
+    // The program was not started by us: terminate detaches and it runs on.
+    t.call(&server, "debug", json!({"operation": "terminate"}))
+        .await;
     nothing_left(server).await;
     let pgid = rustix::process::Pid::from_raw(debuggee.id().unwrap() as i32).unwrap();
     let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
     let _ = debuggee.wait().await;
+    // The port is the one this run found free.
+    let port = format!(r"\b{port}\b");
+    assert_transcript(
+        "dbg_5_attach_by_port_to_a_listening_debugpy",
+        t,
+        &[(port.as_str(), "[PORT]")],
+    );
 }
 
 #[tokio::test]
@@ -527,17 +498,7 @@ async fn dbg_4_no_adapter_or_debuggee_outlives_a_killed_serve() {
         )],
     );
     let server = start(dir.path()).await;
-    debug(
-        &server,
-        json!({"operation": "breakpoints", "path": "daemon.py", "lines": [4]}),
-    )
-    .await;
-    let (stop, _) = debug(
-        &server,
-        json!({"operation": "launch", "program": "daemon.py"}),
-    )
-    .await;
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
+    launch_to_a_breakpoint(&server, "daemon.py", 4, "daemon.py").await;
     let running = until_processes(&server.mark, |found| {
         found.iter().any(|p| p.ends_with("sleep 306"))
     })
@@ -577,23 +538,8 @@ int main(void) {
 }
 "#;
 
-/// The reference a `variables`/`scopes` line gives for `name`.
-fn reference_of(listing: &str, name: &str) -> i64 {
-    listing
-        .lines()
-        .find(|l| l.starts_with(&format!("{name} ")))
-        .and_then(|l| l.rsplit("reference ").next())
-        .and_then(|r| r.trim_end_matches([')', ']']).parse().ok())
-        .unwrap_or_else(|| panic!("no reference for {name}: {listing}"))
-}
-
-#[tokio::test]
-async fn dbg_5_lldb_end_to_end_with_a_c_program() {
-    if !lldb_available() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
+/// Builds `main.c` into `app` in `root`, with debug information.
+fn build_c(root: &Path) {
     write_files(
         root,
         &[
@@ -607,93 +553,127 @@ async fn dbg_5_lldb_end_to_end_with_a_c_program() {
         .status()
         .unwrap();
     assert!(built.success());
+}
+
+#[tokio::test]
+async fn dbg_5_lldb_end_to_end_with_a_c_program() {
+    if !lldb_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    build_c(root);
     let server = start(root).await;
-    debug(
+    let mut t = Transcript::new(root);
+    t.call(
         &server,
+        "debug",
         json!({"operation": "breakpoints", "path": "main.c", "lines": [23]}),
     )
     .await;
-    let (stop, data) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
-    assert!(
-        stop.contains("with lldb (inferred from the program)"),
-        "{stop}"
-    );
-    assert!(
-        stop.contains("breakpoints in main.c: 23 verified"),
-        "{stop}"
-    );
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    assert!(stop.contains("at main.c:23 in main"), "{stop}");
-    assert!(
-        stop.contains(">   23 |     int value = twice(p.x);"),
-        "{stop}"
-    );
-    assert!(stop.contains("output:\nhello from c"), "{stop}");
-    assert_eq!(data["adapter"], "lldb");
-    let frame = data["stopped"]["frame_id"].as_i64().unwrap();
-
-    let refused = debug_error(&server, json!({"operation": "launch", "program": "app"})).await;
-    assert!(refused.contains("already running"), "{refused}");
-
-    let (stack, _) = debug(&server, json!({"operation": "stack"})).await;
-    assert!(stack.contains("main at main.c:23"), "{stack}");
-
-    let (scopes, _) = debug(&server, json!({"operation": "scopes", "frame_id": frame})).await;
-    let locals = reference_of(&scopes, "Locals");
-    let (variables, _) = debug(
+    let stop = t
+        .call(
+            &server,
+            "debug",
+            json!({"operation": "launch", "program": "app"}),
+        )
+        .await;
+    let frame = stop["stopped"]["frame_id"].clone();
+    // DBG-4: one session per conversation.
+    t.call(
         &server,
-        json!({"operation": "variables", "reference": locals}),
+        "debug",
+        json!({"operation": "launch", "program": "app"}),
     )
     .await;
-    let (fields, _) = debug(
+    t.call(&server, "debug", json!({"operation": "stack"}))
+        .await;
+    let (scopes, _) = call(
+        &mut t,
         &server,
+        json!({"operation": "scopes", "frame_id": frame}),
+    )
+    .await;
+    let (variables, _) = call(
+        &mut t,
+        &server,
+        json!({"operation": "variables", "reference": reference_of(&scopes, "Locals")}),
+    )
+    .await;
+    t.call(
+        &server,
+        "debug",
         json!({"operation": "variables", "reference": reference_of(&variables, "p")}),
     )
     .await;
-    assert!(
-        fields.contains("x (int) = 3") && fields.contains("y (int) = 4"),
-        "{fields}"
-    );
-    let (children, _) = debug(
+    t.call(
         &server,
+        "debug",
         json!({"operation": "variables", "reference": reference_of(&variables, "items")}),
     )
     .await;
-    assert!(
-        children.contains("70 more children not shown"),
-        "{children}"
-    );
-    let text_line = variables.lines().find(|l| l.starts_with("text ")).unwrap();
-    assert!(text_line.contains("more characters cut"), "{text_line}");
-
-    let (value, _) = debug(
+    t.call(
         &server,
+        "debug",
         json!({"operation": "evaluate", "expression": "p.x + 1", "frame_id": frame}),
     )
     .await;
-    assert!(value.starts_with("p.x + 1 = 4"), "{value}");
-
-    let (inside, _) = debug(&server, json!({"operation": "step_in"})).await;
-    assert!(inside.contains("at main.c:10 in twice"), "{inside}");
-    let (over, _) = debug(&server, json!({"operation": "step_over"})).await;
-    assert!(over.contains("at main.c:11 in twice"), "{over}");
-    let (out, _) = debug(&server, json!({"operation": "step_out"})).await;
-    assert!(out.contains("in main"), "{out}");
-
-    let (exit, data) = debug(&server, json!({"operation": "continue"})).await;
-    assert!(exit.contains("the program exited with code 7"), "{exit}");
-    assert!(exit.contains("value 6"), "{exit}");
-    assert_eq!(data["exit_code"], 7);
+    t.call(&server, "debug", json!({"operation": "step_in"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "step_over"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "step_out"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "continue"}))
+        .await;
     only_the_server_left(&server).await;
-
+    t.note("the adapter and the program are gone from the process table");
     // Terminate in the middle of a second session leaves nothing behind either.
-    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    let (output, _) = debug(&server, json!({"operation": "output"})).await;
-    assert!(output.contains("no output since the last call"), "{output}");
-    debug(&server, json!({"operation": "terminate"})).await;
+    t.call(
+        &server,
+        "debug",
+        json!({"operation": "launch", "program": "app"}),
+    )
+    .await;
+    t.call(&server, "debug", json!({"operation": "output"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "terminate"}))
+        .await;
     only_the_server_left(&server).await;
     nothing_left(server).await;
+    assert_transcript("dbg_5_lldb_end_to_end_with_a_c_program", t, LLDB);
+}
+
+/// What varies in an lldb transcript: its thread ids are the program's kernel thread ids,
+/// the addresses of arrays and structs are the stack's on this kernel, and the frames below
+/// `main` are the C library's, at its lines in this distribution's build.
+const LLDB: &[(&str, &str)] = &[
+    (r"thread \d+", "thread [TID]"),
+    (r#"("thread_id": ?)\d+"#, "${1}[TID]"),
+    (r"0x[0-9a-f]+", "0x[ADDR]"),
+    (
+        r"(__libc_start_call_main|__libc_start_main_impl) at [^\s\\]+:\d+",
+        "$1 at [LIBC SOURCE]",
+    ),
+];
+
+#[tokio::test]
+async fn dbg_4_no_lldb_or_c_program_outlives_a_killed_serve() {
+    if !lldb_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    build_c(root);
+    let server = start(root).await;
+    launch_to_a_breakpoint(&server, "main.c", 23, "app").await;
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(
+        left.is_empty(),
+        "left behind after SIGKILL of serve: {left:?}"
+    );
 }
 
 const GO_PROGRAM: &str = r#"package main
@@ -728,96 +708,102 @@ func main() {
 }
 "#;
 
-#[tokio::test]
-async fn dbg_5_delve_end_to_end_with_a_go_package() {
-    if !delve_available() {
-        return;
-    }
+/// A Go module with `main.go`, and timeouts long enough for a cold Go build.
+fn go_module(main: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
     write_files(
-        root,
+        dir.path(),
         &[
             ("go.mod", "module example.com/app\n\ngo 1.19\n"),
-            ("main.go", GO_PROGRAM),
-            // A cold Go build can take a while.
+            ("main.go", main),
             (
                 "agent-tools.toml",
                 "[debug]\nstart_timeout_seconds = 180\nstop_timeout_seconds = 180\n",
             ),
         ],
     );
-    let server = start(root).await;
-    debug(
+    dir
+}
+
+#[tokio::test]
+async fn dbg_5_delve_end_to_end_with_a_go_package() {
+    if !delve_available() {
+        return;
+    }
+    let dir = go_module(GO_PROGRAM);
+    let server = start(dir.path()).await;
+    let mut t = Transcript::new(dir.path());
+    t.call(
         &server,
+        "debug",
         json!({"operation": "breakpoints", "path": "main.go", "lines": [27]}),
     )
     .await;
-    let (stop, data) = debug(&server, json!({"operation": "launch", "program": "."})).await;
-    assert!(
-        stop.contains("with delve (inferred from the program)"),
-        "{stop}"
-    );
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    assert!(stop.contains("at main.go:27 in main.main"), "{stop}");
-    assert!(stop.contains(">   27 | \tvalue := twice(p.X)"), "{stop}");
-    assert!(stop.contains("hello from go 2000"), "{stop}");
-    assert_eq!(data["adapter"], "delve");
-    let frame = data["stopped"]["frame_id"].as_i64().unwrap();
-
-    let (stack, _) = debug(&server, json!({"operation": "stack"})).await;
-    assert!(stack.contains("main.main at main.go:27"), "{stack}");
-    let (scopes, _) = debug(&server, json!({"operation": "scopes", "frame_id": frame})).await;
-    let locals = reference_of(&scopes, "Locals");
-    let (variables, _) = debug(
+    let stop = t
+        .call(
+            &server,
+            "debug",
+            json!({"operation": "launch", "program": "."}),
+        )
+        .await;
+    let frame = stop["stopped"]["frame_id"].clone();
+    t.call(&server, "debug", json!({"operation": "stack"}))
+        .await;
+    let (scopes, _) = call(
+        &mut t,
         &server,
-        json!({"operation": "variables", "reference": locals}),
+        json!({"operation": "scopes", "frame_id": frame}),
     )
     .await;
-    let (fields, _) = debug(
+    let (variables, _) = call(
+        &mut t,
         &server,
+        json!({"operation": "variables", "reference": reference_of(&scopes, "Locals")}),
+    )
+    .await;
+    t.call(
+        &server,
+        "debug",
         json!({"operation": "variables", "reference": reference_of(&variables, "p")}),
     )
     .await;
-    assert!(
-        fields.contains("X (int) = 3") && fields.contains("Y (int) = 4"),
-        "{fields}"
-    );
-    let (children, _) = debug(
+    t.call(
         &server,
+        "debug",
         json!({"operation": "variables", "reference": reference_of(&variables, "items")}),
     )
     .await;
-    assert!(children.contains("more children not shown"), "{children}");
-
-    let (value, _) = debug(
+    t.call(
         &server,
+        "debug",
         json!({"operation": "evaluate", "expression": "p.X + 1", "frame_id": frame}),
     )
     .await;
-    assert!(value.starts_with("p.X + 1 = 4"), "{value}");
-    let (long, _) = debug(
+    t.call(
         &server,
+        "debug",
         json!({"operation": "evaluate", "expression": "text", "frame_id": frame}),
     )
     .await;
-    assert!(long.contains("more characters cut"), "{long}");
-    let text_line = variables.lines().find(|l| l.starts_with("text ")).unwrap();
-    assert!(text_line.contains("more characters cut"), "{text_line}");
-
-    let (inside, _) = debug(&server, json!({"operation": "step_in"})).await;
-    assert!(inside.contains("in main.twice"), "{inside}");
-    let (over, _) = debug(&server, json!({"operation": "step_over"})).await;
-    assert!(over.contains("at main.go:15 in main.twice"), "{over}");
-    let (out, _) = debug(&server, json!({"operation": "step_out"})).await;
-    assert!(out.contains("in main.main"), "{out}");
-
-    let (exit, data) = debug(&server, json!({"operation": "continue"})).await;
-    assert!(exit.contains("the program exited with code 7"), "{exit}");
-    assert!(exit.contains("value 6"), "{exit}");
-    assert_eq!(data["exit_code"], 7);
+    t.call(&server, "debug", json!({"operation": "step_in"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "step_over"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "step_out"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "continue"}))
+        .await;
     only_the_server_left(&server).await;
     nothing_left(server).await;
+    // The Go runtime's frames below `main.main`, at their lines in this Go's sources.
+    assert_transcript(
+        "dbg_5_delve_end_to_end_with_a_go_package",
+        t,
+        &[(
+            r"(runtime\.\w+) at /[^\s\\]*/src/runtime/(\w+\.\w+):\d+",
+            "$1 at [GOROOT]/src/runtime/$2:[N]",
+        )],
+    );
 }
 
 #[tokio::test]
@@ -825,40 +811,60 @@ async fn dbg_5_a_go_file_that_does_not_build_says_what_the_compiler_said() {
     if !delve_available() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    write_files(
-        root,
-        &[
-            ("go.mod", "module example.com/broken\n\ngo 1.19\n"),
-            (
-                "main.go",
-                "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(average([]int{1, 2}))\n}\n",
-            ),
-            (
-                "agent-tools.toml",
-                "[debug]\nstart_timeout_seconds = 180\nstop_timeout_seconds = 180\n",
-            ),
-        ],
+    let dir = go_module(
+        "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(average([]int{1, 2}))\n}\n",
     );
-    let server = start(root).await;
+    let server = start(dir.path()).await;
+    let mut t = Transcript::new(dir.path());
     // A `.go` file is built by delve, as a package folder is; its build error is the reason.
     for program in ["main.go", "."] {
-        let result = server
-            .call("debug", json!({"operation": "launch", "program": program}))
-            .await;
-        let shown = text(&result);
-        assert!(is_error(&result), "{shown}");
-        assert!(
-            shown.contains("delve refused `launch`: Failed to launch"),
-            "{shown}"
-        );
-        assert!(
-            shown.contains("main.go:6:14: undefined: average"),
-            "{shown}"
-        );
+        t.call(
+            &server,
+            "debug",
+            json!({"operation": "launch", "program": program}),
+        )
+        .await;
     }
     nothing_left(server).await;
+    // Newer delves name the binary they build with a number of their own.
+    assert_transcript(
+        "dbg_5_a_go_file_that_does_not_build_says_what_the_compiler_said",
+        t,
+        &[(r"__debug_bin\d+", "__debug_bin[N]")],
+    );
+}
+
+#[tokio::test]
+async fn dbg_4_no_delve_or_go_program_outlives_a_killed_serve() {
+    if !delve_available() {
+        return;
+    }
+    let dir = go_module(GO_PROGRAM);
+    let server = start(dir.path()).await;
+    launch_to_a_breakpoint(&server, "main.go", 27, ".").await;
+    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(
+        left.is_empty(),
+        "left behind after SIGKILL of serve: {left:?}"
+    );
+}
+
+/// A program that runs until it is stopped, and spends nearly all its time in one call: the
+/// next line a pause can stop at is the loop's head, so its answer is the same in every run
+/// (a loop with a counter would stop anywhere, with any count).
+const SPIN: &str = r#"import time
+
+while True:
+    time.sleep(0.05)
+"#;
+
+/// A Python project with [`SPIN`] as `spin.py`, whose control operations wait 5 s for a stop.
+fn spinning_project() -> tempfile::TempDir {
+    let dir = python_project("[debug]\nstop_timeout_seconds = 5\n");
+    write_files(dir.path(), &[("spin.py", SPIN)]);
+    dir
 }
 
 #[tokio::test]
@@ -866,27 +872,21 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
     if !debugpy_available() {
         return;
     }
-    let dir = python_project("[debug]\nstop_timeout_seconds = 5\n");
-    write_files(dir.path(), &[("loop.py", LOOP)]);
+    let dir = spinning_project();
     let server = start(dir.path()).await;
-    let (running, data) = debug(
+    let mut t = Transcript::new(dir.path());
+    let (running, _) = call(
+        &mut t,
         &server,
-        json!({"operation": "launch", "program": "loop.py"}),
+        json!({"operation": "launch", "program": "spin.py"}),
     )
     .await;
-    assert!(
-        running.contains("still running after 5s; the program keeps running"),
-        "{running}"
-    );
-    assert_eq!(data["state"], "running");
-    let refused = debug_error(&server, json!({"operation": "step_over"})).await;
-    assert!(
-        refused.contains("`step_over` needs the program stopped, and it is running"),
-        "{refused}"
-    );
-    let (paused, _) = debug(&server, json!({"operation": "pause"})).await;
-    assert!(paused.contains("stopped: pause"), "{paused}");
-    assert!(paused.contains("loop.py:"), "{paused}");
+    // The wait the config sets, which the snapshot shows as a duration.
+    assert!(running.contains("still running after 5s"), "{running}");
+    t.call(&server, "debug", json!({"operation": "step_over"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "pause"}))
+        .await;
 
     // GRACEFUL_CANCEL: a cancelled `continue` pauses the program before it returns.
     server.client.progress.lock().unwrap().clear();
@@ -896,7 +896,7 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
             .cloned()
             .unwrap(),
     );
-    let call = server
+    let continued = server
         .service
         .send_cancellable_request(
             rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(params)),
@@ -916,25 +916,39 @@ async fn dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pau
         .and_then(|p| p.message.clone())
         .unwrap_or_default();
     assert!(
-        message.starts_with("loop.py is running; waiting for it to stop"),
+        message.starts_with("spin.py is running; waiting for it to stop"),
         "progress: {progress:?}"
     );
-    call.cancel(Some("enough".into())).await.unwrap();
+    continued.cancel(Some("enough".into())).await.unwrap();
+    t.note(
+        "a `continue` runs the program on and reports progress while it waits; the client \
+         cancels it",
+    );
+    // The pause lands a moment after the cancellation: the statuses before it are not the
+    // scenario's, only the one that sees it.
+    let status = json!({"operation": "status"});
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        let (status, _) = debug(&server, json!({"operation": "status"})).await;
-        if status.contains("stopped (pause)") || std::time::Instant::now() > deadline {
-            break status;
+    let paused = loop {
+        let result = server.call("debug", status.clone()).await;
+        let reason = result
+            .structured_content
+            .as_ref()
+            .and_then(|answer| answer["stopped"]["reason"].as_str().map(str::to_owned));
+        if reason.as_deref() == Some("pause") || std::time::Instant::now() > deadline {
+            break result;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(
-        status.contains("session: loop.py with debugpy, stopped (pause)"),
-        "{status}"
-    );
-    debug(&server, json!({"operation": "terminate"})).await;
+    t.record_mcp("debug", &status, &paused);
+    t.call(&server, "debug", json!({"operation": "terminate"}))
+        .await;
     only_the_server_left(&server).await;
     nothing_left(server).await;
+    assert_transcript(
+        "dbg_5_a_running_program_is_reported_paused_and_a_cancelled_continue_pauses_it",
+        t,
+        &[],
+    );
 }
 
 #[tokio::test]
@@ -942,8 +956,7 @@ async fn dbg_5_a_continue_that_became_a_task_is_paused_by_tasks_cancel() {
     if !debugpy_available() {
         return;
     }
-    let dir = python_project("[debug]\nstop_timeout_seconds = 5\n");
-    write_files(dir.path(), &[("loop.py", LOOP)]);
+    let dir = spinning_project();
     let server = Server::start(
         dir.path(),
         &["--approval", "allow"],
@@ -952,118 +965,52 @@ async fn dbg_5_a_continue_that_became_a_task_is_paused_by_tasks_cancel() {
             .with_tasks(),
     )
     .await;
+    let mut t = Transcript::new(dir.path());
     // A launch that waits 5 s for a stop is long: it answers as a task, polled to its end.
-    let (launched, as_task) = crate::protocol::call_to_end(
-        &server,
-        "debug",
-        json!({"operation": "launch", "program": "loop.py"}),
-    )
-    .await;
+    let launch = json!({"operation": "launch", "program": "spin.py"});
+    let (launched, as_task) = crate::protocol::call_to_end(&server, "debug", launch.clone()).await;
     assert!(as_task, "a 5 s launch outlasts the grace");
+    t.record_mcp("debug", &launch, &launched);
+    // The wait the config sets, which the snapshot shows as a duration.
     assert!(
         text(&launched).contains("still running after 5s"),
         "{}",
         text(&launched)
     );
-    let (paused, _) = debug(&server, json!({"operation": "pause"})).await;
-    assert!(paused.contains("stopped: pause"), "{paused}");
+    t.call(&server, "debug", json!({"operation": "pause"}))
+        .await;
     // A continue into an endless loop is a task.
-    let id = crate::protocol::task_of(&server, "debug", json!({"operation": "continue"})).await;
+    let resume = json!({"operation": "continue"});
+    let id = crate::protocol::task_of(&server, "debug", resume.clone()).await;
     let task = crate::protocol::cancelled(&server, &id).await;
     // Cancellation is cooperative: the continue stopped by pausing the program, and that
-    // answer — where it paused — is the task's result.
+    // answer — where it paused — is the task's result, which the model reads.
     let TaskPayload::Completed { result } = task.payload else {
         panic!("{:?}", task.payload);
     };
-    let said = result["content"][0]["text"].as_str().unwrap_or_default();
-    assert!(
-        said.starts_with("cancelled: the program was paused\nstopped: pause"),
-        "{said}"
-    );
-    let (status, _) = debug(&server, json!({"operation": "status"})).await;
-    assert!(
-        status.contains("session: loop.py with debugpy, stopped (pause)"),
-        "tasks/cancel pauses the debuggee: {status}"
-    );
-    debug(&server, json!({"operation": "terminate"})).await;
+    let result: CallToolResult = serde_json::from_value(Value::Object(result)).unwrap();
+    t.note("the `continue` became a task, and the client sent `tasks/cancel`; its result:");
+    t.record_mcp("debug", &resume, &result);
+    // tasks/cancel paused the debuggee.
+    t.call(&server, "debug", json!({"operation": "status"}))
+        .await;
+    t.call(&server, "debug", json!({"operation": "terminate"}))
+        .await;
     only_the_server_left(&server).await;
     nothing_left(server).await;
-}
-
-#[tokio::test]
-async fn dbg_4_no_lldb_or_c_program_outlives_a_killed_serve() {
-    if !lldb_available() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    write_files(
-        root,
-        &[
-            ("CMakeLists.txt", "project(app C)\n"),
-            ("main.c", C_PROGRAM),
-        ],
-    );
-    let built = std::process::Command::new("gcc")
-        .args(["-g", "-O0", "-o", "app", "main.c"])
-        .current_dir(root)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let server = start(root).await;
-    debug(
-        &server,
-        json!({"operation": "breakpoints", "path": "main.c", "lines": [23]}),
-    )
-    .await;
-    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "app"})).await;
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    let left = until_processes(&server.mark, <[String]>::is_empty).await;
-    assert!(
-        left.is_empty(),
-        "left behind after SIGKILL of serve: {left:?}"
-    );
-}
-
-#[tokio::test]
-async fn dbg_4_no_delve_or_go_program_outlives_a_killed_serve() {
-    if !delve_available() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    write_files(
-        root,
-        &[
-            ("go.mod", "module example.com/app\n\ngo 1.19\n"),
-            ("main.go", GO_PROGRAM),
-            (
-                "agent-tools.toml",
-                "[debug]\nstart_timeout_seconds = 180\nstop_timeout_seconds = 180\n",
-            ),
-        ],
-    );
-    let server = start(root).await;
-    debug(
-        &server,
-        json!({"operation": "breakpoints", "path": "main.go", "lines": [27]}),
-    )
-    .await;
-    let (stop, _) = debug(&server, json!({"operation": "launch", "program": "."})).await;
-    assert!(stop.contains("stopped: breakpoint"), "{stop}");
-    let pid = rustix::process::Pid::from_raw(server.pid as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    let left = until_processes(&server.mark, <[String]>::is_empty).await;
-    assert!(
-        left.is_empty(),
-        "left behind after SIGKILL of serve: {left:?}"
+    assert_transcript(
+        "dbg_5_a_continue_that_became_a_task_is_paused_by_tasks_cancel",
+        t,
+        &[],
     );
 }
 
 #[tokio::test]
 async fn dbg_7_an_interpreter_without_debugpy_is_named_with_how_to_install_it() {
+    // The adapters report names every adapter as this machine has it.
+    if !lldb_available() || !delve_available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write_files(
@@ -1088,20 +1035,19 @@ async fn dbg_7_an_interpreter_without_debugpy_is_named_with_how_to_install_it() 
     )
     .unwrap();
     let server = start(root).await;
-    let refused = debug_error(&server, json!({"operation": "launch", "program": "app.py"})).await;
-    assert!(
-        refused.contains(".venv/bin/python3 cannot import debugpy (ModuleNotFoundError: No module named 'debugpy')"),
-        "{refused}"
-    );
-    assert!(
-        refused.contains(".venv/bin/pip install debugpy"),
-        "{refused}"
-    );
-    let (report, _) = debug(&server, json!({"operation": "adapters"})).await;
-    assert!(
-        report.starts_with("debugpy: not usable; marker pyproject.toml in .; binary "),
-        "{report}"
-    );
-    assert!(report.contains("cannot import debugpy"), "{report}");
+    let mut t = Transcript::new(root);
+    t.call(
+        &server,
+        "debug",
+        json!({"operation": "launch", "program": "app.py"}),
+    )
+    .await;
+    t.call(&server, "debug", json!({"operation": "adapters"}))
+        .await;
     nothing_left(server).await;
+    assert_transcript(
+        "dbg_7_an_interpreter_without_debugpy_is_named_with_how_to_install_it",
+        t,
+        ADAPTER_VERSIONS,
+    );
 }

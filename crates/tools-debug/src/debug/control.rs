@@ -8,7 +8,7 @@ use std::time::Duration;
 use tools_core::{CallContext, ToolError, ToolOutput};
 
 use super::render::{
-    render_ended, render_exited, render_output, render_still_running, render_stopped,
+    OutputHeading, render_ended, render_exited, render_output, render_still_running, render_stopped,
 };
 use super::{Answer, Debug, DebugInput, DebugOutput, Operation, StopPlace};
 use crate::dap::requests::{Continue, Next, Pause, Request, StepIn, StepOut, ThreadArguments};
@@ -151,7 +151,7 @@ impl Debug {
         };
         if !printed.is_empty() {
             text.push('\n');
-            text.push_str(&render_output(&printed, cut, false));
+            text.push_str(&render_output(&printed, cut, OutputHeading::OnTheWay));
         }
         output.state = Some("terminated".to_owned());
         ToolOutput::new(text, output)

@@ -5,8 +5,8 @@
 use tools_core::{CallContext, ToolError, ToolOutput};
 
 use super::render::{
-    render_evaluation, render_locals, render_output, render_scopes, render_stack, render_threads,
-    render_variables,
+    OutputHeading, render_evaluation, render_locals, render_output, render_scopes, render_stack,
+    render_threads, render_variables,
 };
 use super::{Answer, Debug, DebugOutput, MAX_FRAMES, Operation, needs};
 use crate::adapters::AdapterId;
@@ -135,7 +135,10 @@ impl Debug {
     ) -> ToolOutput<DebugOutput> {
         let (printed, cut) = session.take_output();
         output.state = Some(session.run_state().describe());
-        ToolOutput::new(render_output(&printed, cut, true), output)
+        ToolOutput::new(
+            render_output(&printed, cut, OutputHeading::SinceTheLastCall),
+            output,
+        )
     }
 
     async fn threads(&self, session: &Session) -> Result<Vec<Thread>, ToolError> {

@@ -286,14 +286,24 @@ pub(super) fn ended_output(session: &Session) -> ToolOutput<DebugOutput> {
     )
 }
 
-pub(super) fn render_output(printed: &str, cut: usize, whole: bool) -> String {
+/// Which heading a block of the program's output has: the `output` operation's answer says
+/// it holds everything since the last call; the same block below a stop, a "still running"
+/// or a terminate is what the program printed on the way there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OutputHeading {
+    /// `output:`, below another answer.
+    OnTheWay,
+    /// `output since the last call:`, the whole of the `output` operation's answer.
+    SinceTheLastCall,
+}
+
+pub(super) fn render_output(printed: &str, cut: usize, heading: OutputHeading) -> String {
     if printed.is_empty() {
         return "no output since the last call".to_owned();
     }
-    let mut text = if whole {
-        String::from("output since the last call:\n")
-    } else {
-        String::from("output:\n")
+    let mut text = match heading {
+        OutputHeading::SinceTheLastCall => String::from("output since the last call:\n"),
+        OutputHeading::OnTheWay => String::from("output:\n"),
     };
     text.push_str(printed.trim_end());
     if cut > 0 {
@@ -371,7 +381,7 @@ pub(super) fn render_stopped(
     }
     if !printed.is_empty() {
         text.push('\n');
-        text.push_str(&render_output(printed, cut, false));
+        text.push_str(&render_output(printed, cut, OutputHeading::OnTheWay));
     }
     text
 }
@@ -385,7 +395,7 @@ pub(super) fn render_still_running(timeout: Duration, printed: &str, cut: usize)
     );
     if !printed.is_empty() {
         text.push('\n');
-        text.push_str(&render_output(printed, cut, false));
+        text.push_str(&render_output(printed, cut, OutputHeading::OnTheWay));
     }
     text
 }
@@ -587,9 +597,12 @@ mod tests {
 
     #[test]
     fn dbg_5_output_says_what_was_cut() {
-        assert_eq!(render_output("", 0, true), "no output since the last call");
         assert_eq!(
-            render_output("a\nb\n", 12, true),
+            render_output("", 0, OutputHeading::SinceTheLastCall),
+            "no output since the last call"
+        );
+        assert_eq!(
+            render_output("a\nb\n", 12, OutputHeading::SinceTheLastCall),
             "output since the last call:\na\nb\n(12 more characters of output were cut)"
         );
     }
