@@ -18,8 +18,9 @@ pub enum ToolError {
     UnknownTool { name: String, available: String },
     /// The tool exists but its tier is above what this surface admits (CORE-4).
     #[error(
-        "`{tool}` is a {tier}-tier tool and the {surface} surface allows only read tools: \
-         it cannot be called here; use read tools, or ask to leave {surface} mode"
+        "`{tool}` is {} {tier}-tier tool and the {surface} surface allows only read tools: \
+         it cannot be called here; use read tools, or ask to leave {surface} mode",
+        article(*.tier)
     )]
     NotOnSurface {
         tool: String,
@@ -108,3 +109,11 @@ pub enum Error {
 
 /// The result type of tools-core's fallible infrastructure.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// "a" or "an", as English puts it before the tier's name ("an exec-tier tool").
+fn article(tier: crate::Tier) -> &'static str {
+    match tier {
+        crate::Tier::Exec => "an",
+        crate::Tier::Read | crate::Tier::Write => "a",
+    }
+}
