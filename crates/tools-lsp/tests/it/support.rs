@@ -192,20 +192,6 @@ pub fn config_with(servers: &[(&str, ServerOverride)]) -> LspConfig {
     }
 }
 
-/// Asserts that a call succeeded and returns its text.
-#[track_caller]
-pub fn ok(result: &ToolResult) -> &str {
-    assert!(!result.is_error, "the call failed: {}", result.text);
-    &result.text
-}
-
-/// Asserts that a call failed and returns its text.
-#[track_caller]
-pub fn failed(result: &ToolResult) -> &str {
-    assert!(result.is_error, "the call succeeded: {}", result.text);
-    &result.text
-}
-
 /// The 1-based line of the first line of `path` in `fixture` that contains `needle`.
 pub fn line_of(fixture: &Fixture, path: &str, needle: &str) -> u32 {
     let text = fixture.file(path);
