@@ -238,6 +238,11 @@ fn lsp_5_python_diagnostics_star_counts_each_file_once_under_nested_roots() {
 
 #[test]
 fn lsp_2_python_status_with_a_missing_marker_says_so() {
+    // No server starts, but `status` says whether its binary is there: the snapshot holds
+    // the answer of a machine where it is.
+    if !available(Server::Basedpyright) {
+        return;
+    }
     run(async {
         let fx = Fixture::temp_with(
             "//- /script.py\nprint('hi')\n",

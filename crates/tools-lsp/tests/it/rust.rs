@@ -358,6 +358,11 @@ fn lsp_4_navigation_without_symbol_is_an_error_that_quotes_the_line() {
 
 #[test]
 fn lsp_2_rust_status_with_a_missing_marker_says_so() {
+    // No server starts, but `status` says whether its binary is there: the snapshot holds
+    // the answer of a machine where it is.
+    if !available(Server::RustAnalyzer) {
+        return;
+    }
     run(async {
         let fx = Fixture::temp_with(
             "//- /src/lib.rs\npub fn lonely() {}\n",
