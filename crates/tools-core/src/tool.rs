@@ -502,7 +502,7 @@ fn sent_twice(problem: String, unlisted: &[String]) -> String {
     match unlisted {
         [] => problem,
         older => format!(
-            "`{field}` was sent twice, also as {}, an older name of it; send `{field}` only",
+            "`{field}` was sent twice, also as {}, an older name of it: keep `{field}`",
             older
                 .iter()
                 .map(|name| format!("`{name}`"))
@@ -529,7 +529,7 @@ mod tests {
         assert_eq!(unlisted, ["file"]);
         assert_eq!(
             sent_twice("duplicate field `path`".to_owned(), &unlisted),
-            "`path` was sent twice, also as `file`, an older name of it; send `path` only"
+            "`path` was sent twice, also as `file`, an older name of it: keep `path`"
         );
         // Other problems, and a duplicate without an older name, are serde's words.
         assert_eq!(

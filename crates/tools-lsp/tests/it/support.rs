@@ -1,7 +1,8 @@
 //! Fixture projects written into folders, a dispatcher over the two tools with a supervisor
 //! that finds the servers the README's test command installs, one shared runtime (so a
-//! server started by one test serves the next), and the rule for missing servers: locally
-//! a loud message and an early return, under `CI=true` a failure.
+//! server started by one test serves the next), the rule for missing servers (locally a loud
+//! message and an early return, under `CI=true` a failure), and the transcript of a scenario
+//! that a test snapshots whole.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -14,6 +15,7 @@ use tools_core::{
     Workspace,
 };
 use tools_lsp::{LspConfig, LspSupervisor, ServerOverride};
+use tools_test_support::Transcript;
 
 /// Every test runs on this runtime, so sessions outlive the test that started them.
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
@@ -190,20 +192,6 @@ pub fn config_with(servers: &[(&str, ServerOverride)]) -> LspConfig {
     }
 }
 
-/// Asserts that a call succeeded and returns its text.
-#[track_caller]
-pub fn ok(result: &ToolResult) -> &str {
-    assert!(!result.is_error, "the call failed: {}", result.text);
-    &result.text
-}
-
-/// Asserts that a call failed and returns its text.
-#[track_caller]
-pub fn failed(result: &ToolResult) -> &str {
-    assert!(result.is_error, "the call succeeded: {}", result.text);
-    &result.text
-}
-
 /// The 1-based line of the first line of `path` in `fixture` that contains `needle`.
 pub fn line_of(fixture: &Fixture, path: &str, needle: &str) -> u32 {
     let text = fixture.file(path);
@@ -213,3 +201,121 @@ pub fn line_of(fixture: &Fixture, path: &str, needle: &str) -> u32 {
         .unwrap_or_else(|| panic!("{path} has no line with {needle}"));
     u32::try_from(index + 1).unwrap()
 }
+
+/// One scenario's calls and the whole answer of each, in text and structure, as the model
+/// reads them: the test snapshots it with [`assert_transcript!`].
+pub struct Scenario<'a> {
+    fixture: &'a Fixture,
+    transcript: Transcript,
+}
+
+/// What varies between machines in an answer beyond what [`tools_test_support::redact`]
+/// replaces: the repository's folder (where a missing binary was looked for), where each
+/// server's binary is and its version, and whether this machine can contain processes (the
+/// note `status` ends with).
+fn machine_filters() -> Vec<(String, String)> {
+    let mut filters = vec![(
+        regex::escape(&repo_root().display().to_string()),
+        "[REPO]".to_owned(),
+    )];
+    for (pattern, replacement) in [
+        (r"(?m)^(\s*binary: ).*$", "${1}[BINARY] ([VERSION])"),
+        (r#""binary": "[^"]*""#, r#""binary": "[BINARY]""#),
+        (r#""version": "[^"]*""#, r#""version": "[VERSION]""#),
+        (r#"processes: [^\n"]*"#, "processes: [CONTAINMENT]"),
+    ] {
+        filters.push((pattern.to_owned(), replacement.to_owned()));
+    }
+    filters
+}
+
+/// A filter for what a live server wrote to its standard error (`status` shows the last
+/// lines): log lines with timestamps, as many as it happened to write.
+pub const STDERR: &[(&str, &str)] = &[(r#"(?s),\n\s*"stderr_tail": \[\n.*?\n\s*\]"#, "")];
+
+/// The servers `status` lists by default, so a test can keep only the one it is about.
+const BUILTIN_SERVERS: &[&str] = &[
+    "rust-analyzer",
+    "basedpyright",
+    "typescript-language-server",
+    "clangd",
+    "gopls",
+    "dart",
+];
+
+/// `config` with every built-in server but `server` turned off: a `status` answer then lists
+/// only the server a test is about, not what else this machine has installed.
+pub fn only(server: &str, mut config: LspConfig) -> LspConfig {
+    for other in BUILTIN_SERVERS.iter().filter(|other| **other != server) {
+        config
+            .servers
+            .entry((*other).to_owned())
+            .or_default()
+            .enabled = Some(false);
+    }
+    config
+}
+
+impl Fixture {
+    /// A transcript of calls to this fixture's tools; the fixture's folder shows as `[ROOT]`.
+    pub fn scenario(&self) -> Scenario<'_> {
+        Scenario {
+            fixture: self,
+            transcript: Transcript::new(&self.root),
+        }
+    }
+}
+
+impl<'a> Scenario<'a> {
+    /// One `lsp` call, recorded.
+    pub async fn lsp(&mut self, arguments: Value) -> ToolResult {
+        self.call("lsp", arguments).await
+    }
+
+    /// One call of any tool, recorded.
+    pub async fn call(&mut self, name: &str, arguments: Value) -> ToolResult {
+        let result = self.fixture.call(name, arguments.clone()).await;
+        self.transcript.record_result(name, &arguments, &result);
+        result
+    }
+
+    /// A line of the test's own between calls: what happened outside the tools.
+    pub fn note(&mut self, note: &str) {
+        self.transcript.note(note);
+    }
+
+    /// The same transcript, going on with calls to `fixture` (whose folder, a temp folder,
+    /// shows as `[TMP]`).
+    pub fn then_on<'b>(self, fixture: &'b Fixture) -> Scenario<'b> {
+        Scenario {
+            fixture,
+            transcript: self.transcript,
+        }
+    }
+
+    /// The transcript, redacted: temp folders, pids, times, what varies between machines,
+    /// then `extra` (this test's own filters: regular expressions and their replacements).
+    pub fn finish(self, extra: &[(&str, &str)]) -> String {
+        let machine = machine_filters();
+        let filters: Vec<(&str, &str)> = machine
+            .iter()
+            .map(|(pattern, replacement)| (pattern.as_str(), replacement.as_str()))
+            .chain(extra.iter().copied())
+            .collect();
+        self.transcript.finish_with(&filters)
+    }
+}
+
+/// Snapshots a [`Scenario`] whole, named after the test that runs it; a second argument
+/// adds the test's own filters.
+macro_rules! assert_transcript {
+    ($scenario:expr) => {
+        $crate::support::assert_transcript!($scenario, &[])
+    };
+    ($scenario:expr, $extra:expr) => {{
+        let transcript = $scenario.finish($extra);
+        let _guard = tools_test_support::snapshot_settings().bind_to_scope();
+        insta::assert_snapshot!(transcript);
+    }};
+}
+pub(crate) use assert_transcript;

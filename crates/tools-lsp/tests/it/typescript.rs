@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use serde_json::json;
 
-use crate::support::{Fixture, Server, available, ok, run};
+use crate::support::{Fixture, Server, assert_transcript, available, run};
 
 const PROJECT: &str = r#"//- /tsconfig.json
 {
@@ -48,15 +48,12 @@ fn lsp_5_typescript_definition_crosses_an_import() {
         return;
     }
     run(async {
-        let fx = &*SHARED;
-        let result = fx
-            .lsp(json!({"operation": "definition", "path": "src/main.ts", "line": 5, "symbol": "add"}))
-            .await;
-        assert_eq!(
-            ok(&result),
-            "1 definition of `add` (src/main.ts:5):\n\
-             src/shapes.ts:15: export function add(left: number, right: number): number {"
-        );
+        let mut t = SHARED.scenario();
+        t.lsp(
+            json!({"operation": "definition", "path": "src/main.ts", "line": 5, "symbol": "add"}),
+        )
+        .await;
+        assert_transcript!(t);
     });
 }
 
@@ -66,18 +63,10 @@ fn lsp_5_typescript_references_span_the_project() {
         return;
     }
     run(async {
-        let fx = &*SHARED;
-        let result = fx
-            .lsp(json!({"operation": "references", "path": "src/shapes.ts", "line": 15, "symbol": "add"}))
+        let mut t = SHARED.scenario();
+        t.lsp(json!({"operation": "references", "path": "src/shapes.ts", "line": 15, "symbol": "add"}))
             .await;
-        assert_eq!(
-            ok(&result),
-            "4 references to `add` (src/shapes.ts:15):\n\
-             src/main.ts:1: import { Circle, add } from \"./shapes\";\n\
-             src/main.ts:4: console.log(circle.area(), add(1, 2));\n\
-             src/main.ts:5: console.log(add(3, 4));\n\
-             src/shapes.ts:15: export function add(left: number, right: number): number {"
-        );
+        assert_transcript!(t);
     });
 }
 
@@ -87,16 +76,10 @@ fn lsp_5_typescript_hover_shows_the_signature_and_the_doc_comment() {
         return;
     }
     run(async {
-        let fx = &*SHARED;
-        let result = fx
-            .lsp(json!({"operation": "hover", "path": "src/main.ts", "line": 5, "symbol": "add"}))
+        let mut t = SHARED.scenario();
+        t.lsp(json!({"operation": "hover", "path": "src/main.ts", "line": 5, "symbol": "add"}))
             .await;
-        let text = ok(&result);
-        assert!(
-            text.contains("add(left: number, right: number): number"),
-            "{text}"
-        );
-        assert!(text.contains("Adds two numbers."), "{text}");
+        assert_transcript!(t);
     });
 }
 
@@ -106,24 +89,11 @@ fn lsp_5_typescript_diagnostics_of_a_file_and_of_the_project() {
         return;
     }
     run(async {
-        let fx = &*SHARED;
-        let file = fx
-            .lsp(json!({"operation": "diagnostics", "path": "src/broken.ts"}))
+        let mut t = SHARED.scenario();
+        t.lsp(json!({"operation": "diagnostics", "path": "src/broken.ts"}))
             .await;
-        assert_eq!(
-            ok(&file),
-            "src/broken.ts: 1 error and 0 warnings (typescript-language-server):\n\
-             src/broken.ts:1: error[2322]: Type 'string' is not assignable to type 'number'.\n    \
-             export const broken: number = \"text\";"
-        );
-        let project = fx
-            .lsp(json!({"operation": "diagnostics", "path": "*"}))
+        t.lsp(json!({"operation": "diagnostics", "path": "*"}))
             .await;
-        assert_eq!(
-            ok(&project),
-            "`tsc --noEmit --pretty false` (root .): 1 error and 0 warnings\n\
-             src/broken.ts:1: error[TS2322]: Type 'string' is not assignable to type 'number'.\n    \
-             export const broken: number = \"text\";"
-        );
+        assert_transcript!(t);
     });
 }
