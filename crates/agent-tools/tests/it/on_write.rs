@@ -51,56 +51,6 @@ pub(crate) async fn record_edit(
     .await
 }
 
-/// Calls a writing tool, which must succeed; returns its text and its `diagnostics` object
-/// (null when no server covered the files). For truth.rs, until it records transcripts too.
-pub(crate) async fn write_call(server: &Server, tool: &str, arguments: Value) -> (String, Value) {
-    let result = server.call(tool, arguments.clone()).await;
-    let shown = text(&result);
-    assert!(!is_error(&result), "{tool} {arguments} failed: {shown}");
-    let structured = result
-        .structured_content
-        .clone()
-        .unwrap_or_else(|| panic!("{tool} returned no structured content: {shown}"));
-    (shown, structured["diagnostics"].clone())
-}
-
-/// `edit` replacing `old` with `new` in `path`.
-pub(crate) async fn edit(server: &Server, path: &str, old: &str, new: &str) -> (String, Value) {
-    write_call(
-        server,
-        "edit",
-        json!({"path": path, "old_string": old, "new_string": new}),
-    )
-    .await
-}
-
-/// The `path:LINE` of each listed diagnostic the write introduced in the files of `key`
-/// (`files`, the written ones, or `fallout`).
-pub(crate) fn listed(diagnostics: &Value, key: &str) -> Vec<String> {
-    diagnostics[key]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|file| {
-            let path = file["path"].as_str().unwrap().to_owned();
-            file["listed"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(move |d| format!("{path}:{}", d["line"]))
-        })
-        .collect()
-}
-
-/// The `path:LINE` of each listed diagnostic the write introduced in the written files.
-pub(crate) fn introduced(diagnostics: &Value) -> Vec<String> {
-    assert!(
-        diagnostics["files"].is_array(),
-        "no written file was reported: {diagnostics}"
-    );
-    listed(diagnostics, "files")
-}
-
 /// The fixture config, with a wait long enough for a cold server on a small CI machine.
 pub(crate) fn on_write_config(root: &Path) -> String {
     format!("{}\n[lsp.on_write]\ntimeout_seconds = 180\n", config(root))
