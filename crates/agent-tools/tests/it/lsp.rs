@@ -1,12 +1,17 @@
 //! `lsp` and `lsp_rename` through `agent-tools serve`, driven by an MCP client, against real
 //! rust-analyzer and basedpyright (installed by the README's test command). Locally a missing
-//! server is reported loudly and the test returns; under `CI=true` it fails.
+//! server is reported loudly and the test returns; under `CI=true` it fails. Each scenario is
+//! one transcript snapshot (`snapshots/lsp_*.snap`): every call, and what the model reads
+//! back, in text and structure.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use tools_test_support::{LanguageServer, available, repo_root, write_files};
+use tools_test_support::{
+    LanguageServer, Transcript, available, repo_root, snapshot_settings, write_files,
+};
 
 use crate::support::{Client, Server, is_error, text};
 
@@ -56,10 +61,56 @@ pub(crate) async fn start(root: &Path) -> Server {
     .await
 }
 
-async fn lsp(server: &Server, arguments: Value) -> String {
-    let result = server.call("lsp", arguments.clone()).await;
-    assert!(!is_error(&result), "{arguments} failed: {}", text(&result));
-    text(&result)
+/// Snapshots the transcript `t` as `name`, with this test's own `extra` filters.
+fn assert_transcript(name: &str, t: Transcript, extra: &[(&str, &str)]) {
+    let transcript = t.finish_with(extra);
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!(name, transcript);
+}
+
+/// `server`'s paragraph of `lsp status`'s text and its entry of the structure, called
+/// outside the transcript. Status lists every server this machine has or lacks, with its
+/// binary, its version and how this kernel contains processes: the whole answer is the
+/// machine's rather than the scenario's, so a test checks the one server it is about.
+pub(crate) async fn status_of(server: &Server, name: &str) -> (String, Value) {
+    let result = server.call("lsp", json!({"operation": "status"})).await;
+    let shown = text(&result);
+    assert!(!is_error(&result), "status failed: {shown}");
+    let paragraph = shown
+        .split("\n\n")
+        .find(|paragraph| paragraph.starts_with(&format!("{name} (")))
+        .unwrap_or_else(|| panic!("status does not list {name}: {shown}"))
+        .to_owned();
+    let entry = result.structured_content.unwrap()["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["server"] == name)
+        .unwrap_or_else(|| panic!("status's structure does not list {name}: {shown}"))
+        .clone();
+    (paragraph, entry)
+}
+
+/// Asks for `path`'s diagnostics, outside the transcript, until they say `words`.
+/// rust-analyzer answers from its own analysis at once and adds what its first `cargo check`
+/// found (the same error in cargo's words, and a note) when that check ends, which on a
+/// loaded machine can be after the question: a snapshot must not race that check.
+async fn until_diagnostics_say(server: &Server, path: &str, words: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let result = server
+            .call("lsp", json!({"operation": "diagnostics", "path": path}))
+            .await;
+        let shown = text(&result);
+        if shown.contains(words) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path}'s diagnostics never said {words:?}: {shown}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test]
@@ -85,11 +136,20 @@ async fn lsp_1_the_tools_are_listed_with_their_tiers() {
         (annotations.read_only_hint, annotations.destructive_hint),
         (Some(false), Some(true))
     );
-    // CORE-2: with no project here, status says why nothing can run.
-    let status = lsp(&server, json!({"operation": "status"})).await;
+    // CORE-2: with no project here, status says why nothing can run. Whether the binary is
+    // there too is the machine's (this test needs no server), so the check stops before it.
+    let (paragraph, entry) = status_of(&server, "rust-analyzer").await;
     assert!(
-        status.contains("rust-analyzer (.rs): not usable — no root marker"),
-        "{status}"
+        paragraph.starts_with(
+            "rust-analyzer (.rs): not usable — no root marker: none of Cargo.toml, \
+             rust-project.json was found in the workspace root or up to 3 levels below it"
+        ),
+        "{paragraph}"
+    );
+    assert_eq!(
+        (&entry["usable"], &entry["roots"], &entry["sessions"]),
+        (&json!(false), &json!([]), &json!([])),
+        "{entry}"
     );
 }
 
@@ -118,101 +178,59 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer() {
     );
     std::fs::write(root.join("agent-tools.toml"), config(&root)).unwrap();
     let server = start(&root).await;
-    let definition = lsp(
-        &server,
+    let mut t = Transcript::new(&root);
+    for arguments in [
         json!({"operation": "definition", "path": "src/lib.rs", "line": 10, "symbol": "add"}),
-    )
-    .await;
-    assert_eq!(
-        definition,
-        "1 definition of `add` (src/lib.rs:10):\nsrc/lib.rs:4: pub fn add(left: u32, right: u32) -> u32 {\n`add` occurs 2 times on line 10; used occurrence 1 (pass `occurrence` to pick another)"
-    );
-    let type_definition = lsp(
-        &server,
         json!({"operation": "type_definition", "path": "src/lib.rs", "line": 10, "symbol": "circle"}),
-    )
-    .await;
-    assert!(
-        type_definition.ends_with("\nsrc/shapes.rs:5: pub struct Circle {"),
-        "{type_definition}"
-    );
-    let implementation = lsp(
-        &server,
         json!({"operation": "implementation", "path": "src/shapes.rs", "line": 1, "symbol": "Area"}),
-    )
-    .await;
-    assert!(
-        implementation.ends_with("\nsrc/shapes.rs:9: impl Area for Circle {"),
-        "{implementation}"
-    );
-    let references = lsp(
-        &server,
         json!({"operation": "references", "path": "src/lib.rs", "line": 4, "symbol": "add"}),
-    )
-    .await;
-    assert!(
-        references.starts_with("3 references to `add` (src/lib.rs:4):"),
-        "{references}"
-    );
-    let hover = lsp(
-        &server,
         json!({"operation": "hover", "path": "src/lib.rs", "line": 4, "symbol": "add"}),
-    )
-    .await;
-    assert!(hover.contains("Adds two numbers."), "{hover}");
-    let outline = lsp(
-        &server,
         json!({"operation": "symbols", "path": "src/shapes.rs"}),
-    )
-    .await;
-    assert!(outline.contains("struct Circle (line 5)"), "{outline}");
-    let search = lsp(&server, json!({"operation": "symbols", "query": "twice"})).await;
-    assert!(search.contains("function twice — src/lib.rs:8"), "{search}");
-    let actions = lsp(
-        &server,
+        json!({"operation": "symbols", "query": "twice"}),
         json!({"operation": "code_actions", "path": "src/lib.rs", "line": 9, "symbol": "circle"}),
-    )
-    .await;
-    assert!(actions.contains("code action"), "{actions}");
-    let diagnostics = lsp(
-        &server,
+    ] {
+        t.call(&server, "lsp", arguments).await;
+    }
+    until_diagnostics_say(&server, "src/shapes.rs", "error[E0308]: mismatched types").await;
+    for arguments in [
         json!({"operation": "diagnostics", "path": "src/shapes.rs"}),
+        json!({"operation": "diagnostics", "path": "*"}),
+    ] {
+        t.call(&server, "lsp", arguments).await;
+    }
+    t.call(
+        &server,
+        "lsp_rename",
+        json!({"path": "src/lib.rs", "line": 4, "symbol": "add", "new_name": "plus"}),
     )
     .await;
-    assert!(
-        diagnostics.contains("src/shapes.rs:16: error[E0308]"),
-        "{diagnostics}"
-    );
-    let checked = lsp(&server, json!({"operation": "diagnostics", "path": "*"})).await;
-    assert!(
-        checked.contains("src/shapes.rs:16: error[E0308]: mismatched types"),
-        "{checked}"
-    );
-    let renamed = server
-        .call(
-            "lsp_rename",
-            json!({"path": "src/lib.rs", "line": 4, "symbol": "add", "new_name": "plus"}),
-        )
-        .await;
     assert_eq!(
-        text(&renamed),
-        "Renamed `add` to `plus`: 3 edits in 1 file:\n  src/lib.rs: 3 edits\n\n\
-         rust-analyzer checked src/lib.rs: no errors."
+        std::fs::read_to_string(root.join("src/lib.rs")).unwrap(),
+        "pub mod shapes;\n\n/// Adds two numbers.\npub fn plus(left: u32, right: u32) -> u32 {\n    left + right\n}\n\npub fn twice() -> u32 {\n    let circle = shapes::Circle { radius: 1 };\n    plus(circle.radius, plus(1, 2))\n}\n"
+    );
+    t.call(&server, "lsp", json!({"operation": "reload"})).await;
+    // The restarted server is usable, with a session at the root.
+    let (paragraph, entry) = status_of(&server, "rust-analyzer").await;
+    assert_eq!(
+        paragraph.lines().next(),
+        Some("rust-analyzer (.rs): usable — root ."),
+        "{paragraph}"
     );
     assert!(
-        std::fs::read_to_string(root.join("src/lib.rs"))
-            .unwrap()
-            .contains("plus(circle.radius, plus(1, 2))")
+        paragraph
+            .lines()
+            .any(|line| line.starts_with("  root .: ready, pid ")),
+        "{paragraph}"
     );
-    let reload = lsp(&server, json!({"operation": "reload"})).await;
-    assert!(
-        reload.starts_with("rust-analyzer (root .): restarted, pid "),
-        "{reload}"
+    assert_eq!(
+        (&entry["usable"], &entry["roots"]),
+        (&json!(true), &json!(["."])),
+        "{entry}"
     );
-    let status = lsp(&server, json!({"operation": "status"})).await;
-    assert!(
-        status.contains("rust-analyzer (.rs): usable — root ."),
-        "{status}"
+    assert_transcript(
+        "lsp_5_an_mcp_client_gets_every_operation_from_rust_analyzer",
+        t,
+        &[],
     );
 }
 
@@ -243,102 +261,49 @@ async fn lsp_5_an_mcp_client_gets_every_operation_from_basedpyright() {
     );
     std::fs::write(root.join("agent-tools.toml"), config(&root)).unwrap();
     let server = start(&root).await;
-    let definition = lsp(
-        &server,
+    let mut t = Transcript::new(&root);
+    for arguments in [
         json!({"operation": "definition", "path": "pkg/main.py", "line": 8, "symbol": "add"}),
-    )
-    .await;
-    assert_eq!(
-        definition,
-        "1 definition of `add` (pkg/main.py:8):\npkg/shapes.py:11: def add(left: int, right: int) -> int:"
-    );
-    let type_definition = lsp(
-        &server,
         json!({"operation": "type_definition", "path": "pkg/main.py", "line": 7, "symbol": "circle"}),
-    )
-    .await;
-    assert!(
-        type_definition.ends_with("\npkg/shapes.py:6: class Circle(Shape):"),
-        "{type_definition}"
-    );
-    let implementation = lsp(
-        &server,
         json!({"operation": "implementation", "path": "pkg/main.py", "line": 8, "symbol": "shape.area"}),
-    )
-    .await;
-    assert!(
-        implementation.contains("pkg/shapes.py:7: def area(self) -> float:"),
-        "{implementation}"
-    );
-    let references = lsp(
-        &server,
         json!({"operation": "references", "path": "pkg/shapes.py", "line": 11, "symbol": "add"}),
-    )
-    .await;
-    assert!(
-        references.starts_with("3 references to `add` (pkg/shapes.py:11):"),
-        "{references}"
-    );
-    let hover = lsp(
-        &server,
         json!({"operation": "hover", "path": "pkg/shapes.py", "line": 11, "symbol": "add"}),
-    )
-    .await;
-    assert!(hover.contains("Adds two numbers."), "{hover}");
-    let outline = lsp(
-        &server,
         json!({"operation": "symbols", "path": "pkg/shapes.py"}),
-    )
-    .await;
-    assert!(outline.contains("class Circle (line 6)"), "{outline}");
-    let search = lsp(&server, json!({"operation": "symbols", "query": "Circle"})).await;
-    assert!(
-        search.contains("class Circle — pkg/shapes.py:6"),
-        "{search}"
-    );
-    let actions = lsp(
-        &server,
+        json!({"operation": "symbols", "query": "Circle"}),
         json!({"operation": "code_actions", "path": "pkg/main.py", "line": 1, "symbol": "os"}),
-    )
-    .await;
-    assert!(
-        actions.contains("# pyright: ignore[reportUnusedImport]"),
-        "{actions}"
-    );
-    let diagnostics = lsp(
-        &server,
         json!({"operation": "diagnostics", "path": "pkg/main.py"}),
+        json!({"operation": "diagnostics", "path": "*"}),
+    ] {
+        t.call(&server, "lsp", arguments).await;
+    }
+    t.call(
+        &server,
+        "lsp_rename",
+        json!({"path": "pkg/shapes.py", "line": 11, "symbol": "add", "new_name": "plus"}),
     )
     .await;
-    assert!(
-        diagnostics.contains("pkg/main.py:12: error[reportReturnType]"),
-        "{diagnostics}"
-    );
-    let checked = lsp(&server, json!({"operation": "diagnostics", "path": "*"})).await;
-    assert!(
-        checked.contains("pkg/main.py:12: error[reportReturnType]"),
-        "{checked}"
-    );
-    let renamed = server
-        .call(
-            "lsp_rename",
-            json!({"path": "pkg/shapes.py", "line": 11, "symbol": "add", "new_name": "plus"}),
-        )
-        .await;
+    t.call(&server, "lsp", json!({"operation": "reload"})).await;
+    // The restarted server is usable, with a session at the root.
+    let (paragraph, entry) = status_of(&server, "basedpyright").await;
     assert_eq!(
-        text(&renamed),
-        "Renamed `add` to `plus`: 3 edits in 2 files:\n  pkg/main.py: 2 edits\n  pkg/shapes.py: 1 edit\n\n\
-         pkg/main.py still has 1 error, none new.\n\
-         basedpyright checked pkg/shapes.py: no errors."
+        paragraph.lines().next(),
+        Some("basedpyright (.py, .pyi): usable — root ."),
+        "{paragraph}"
     );
-    let reload = lsp(&server, json!({"operation": "reload"})).await;
     assert!(
-        reload.starts_with("basedpyright (root .): restarted, pid "),
-        "{reload}"
+        paragraph
+            .lines()
+            .any(|line| line.starts_with("  root .: ready, pid ")),
+        "{paragraph}"
     );
-    let status = lsp(&server, json!({"operation": "status"})).await;
-    assert!(
-        status.contains("basedpyright (.py, .pyi): usable — root ."),
-        "{status}"
+    assert_eq!(
+        (&entry["usable"], &entry["roots"]),
+        (&json!(true), &json!(["."])),
+        "{entry}"
+    );
+    assert_transcript(
+        "lsp_5_an_mcp_client_gets_every_operation_from_basedpyright",
+        t,
+        &[],
     );
 }
