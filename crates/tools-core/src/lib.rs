@@ -39,7 +39,7 @@ pub use crate::{
     tool::{AnyTool, Image, Lane, PreparedCall, RunCall, Tool, ToolOutput, ToolResult, Writes},
     workspace::{
         Change, CommitError, CommitWatcher, ContentHash, Expect, FileChange, Previous, Snapshot,
-        UpdateError, Workspace, read_regular, read_regular_with_metadata,
+        UpdateError, Workspace, normalize_lexically, read_regular, read_regular_with_metadata,
     },
     written::{FileReport, FileState, IntroducedDiagnostic, UncheckedDependents, WriteReport},
 };

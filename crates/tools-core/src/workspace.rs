@@ -339,7 +339,7 @@ impl Workspace {
 
     fn confine_as(&self, path: &Path, given: &str) -> Result<PathBuf, ToolError> {
         let joined = self.root.join(path);
-        let lexical = normalize(&joined);
+        let lexical = normalize_lexically(&joined);
         let outside = |resolved: PathBuf| ToolError::OutsideWorkspace {
             given: given.to_owned(),
             resolved,
@@ -531,7 +531,7 @@ impl Workspace {
         let mut originals = Vec::with_capacity(changes.len());
         for change in changes {
             let path = &change.path;
-            let resolved = resolve_existing_prefix(&normalize(path));
+            let resolved = resolve_existing_prefix(&normalize_lexically(path));
             if !resolved.starts_with(&self.root) {
                 return Err(CommitError::Outside {
                     path: path.clone(),
@@ -664,8 +664,9 @@ async fn blocking<T: Send + 'static>(
         })
 }
 
-/// Removes `.` and folds `..` without touching the file system.
-fn normalize(path: &Path) -> PathBuf {
+/// `path` with `.` removed and `..` folded into the folder before it, without touching the
+/// file system (so a symlink is not followed: `a/link/..` is `a`).
+pub fn normalize_lexically(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -695,7 +696,7 @@ fn resolve_existing_prefix(path: &Path) -> PathBuf {
         // A dangling symlink: read where it points, so one aimed outside is still caught.
         if let Ok(target) = std::fs::read_link(&existing) {
             let base = existing.parent().map(Path::to_path_buf).unwrap_or_default();
-            let mut resolved = normalize(&base.join(target));
+            let mut resolved = normalize_lexically(&base.join(target));
             for part in rest.iter().rev() {
                 resolved.push(part);
             }

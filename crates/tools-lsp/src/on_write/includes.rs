@@ -8,9 +8,10 @@
 //! `Python.h`) is full of errors no compiler ever reports.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use tools_core::normalize_lexically;
 
 /// Extensions of headers: a write to one changes every unit that includes it.
 const HEADERS: &[&str] = &["h", "hh", "hpp", "hxx", "h++", "inc", "inl", "ipp", "tcc"];
@@ -110,7 +111,7 @@ fn unit_of(entry: &Value) -> Option<Unit> {
             .collect(),
         _ => split_command(entry.get("command")?.as_str()?),
     };
-    let file = normal(&directory.join(entry.get("file")?.as_str()?));
+    let file = normalize_lexically(&directory.join(entry.get("file")?.as_str()?));
     let (quote_dirs, dirs) = include_dirs(&arguments, &directory);
     Some(Unit {
         file,
@@ -178,7 +179,7 @@ fn include_dirs(arguments: &[String], directory: &Path) -> (Vec<PathBuf>, Vec<Pa
         let Some(dir) = dir else {
             continue;
         };
-        let dir = normal(&directory.join(dir));
+        let dir = normalize_lexically(&directory.join(dir));
         match flag {
             "-iquote" => quote.push(dir),
             "-I" => normal_dirs.push(dir),
@@ -187,21 +188,6 @@ fn include_dirs(arguments: &[String], directory: &Path) -> (Vec<PathBuf>, Vec<Pa
     }
     normal_dirs.extend(system);
     (quote, normal_dirs)
-}
-
-/// A path with `.` and `..` taken out, without touching the disk.
-fn normal(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// An `#include` line's target and whether it was quoted.
@@ -234,7 +220,7 @@ fn includes_of(text: &str) -> Vec<(String, bool)> {
 /// The units that include one of `headers`, directly or through other headers of the
 /// workspace, in path order; reading each file once.
 pub(crate) fn includers(database: &Database, root: &Path, headers: &[PathBuf]) -> Vec<PathBuf> {
-    let wanted: HashSet<PathBuf> = headers.iter().map(|h| normal(h)).collect();
+    let wanted: HashSet<PathBuf> = headers.iter().map(|h| normalize_lexically(h)).collect();
     let mut directives: HashMap<PathBuf, Vec<(String, bool)>> = HashMap::new();
     let mut read = |path: &Path| -> Vec<(String, bool)> {
         directives
@@ -288,7 +274,7 @@ pub(crate) fn includers(database: &Database, root: &Path, headers: &[PathBuf]) -
 /// Where `name`, included from `from` in `unit`, is found.
 fn resolve(unit: &Unit, from: &Path, name: &str, quoted: bool) -> Option<PathBuf> {
     if Path::new(name).is_absolute() {
-        let path = normal(Path::new(name));
+        let path = normalize_lexically(Path::new(name));
         return path.is_file().then_some(path);
     }
     let beside = from.parent().map(|dir| dir.to_path_buf());
@@ -304,7 +290,7 @@ fn resolve(unit: &Unit, from: &Path, name: &str, quoted: bool) -> Option<PathBuf
         )
         .chain(unit.dirs.iter().cloned());
     for dir in candidates {
-        let path = normal(&dir.join(name));
+        let path = normalize_lexically(&dir.join(name));
         if path.is_file() {
             return Some(path);
         }
