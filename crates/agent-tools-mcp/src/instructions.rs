@@ -17,32 +17,30 @@ pub(crate) fn instructions(runs: &dyn RunFactory, conversation: &str) -> String 
     let port = Arc::new(tools_core::NoHuman {
         reason: "listing the families only".to_owned(),
     });
-    let dispatcher = match runs.dispatcher(Some(port), conversation) {
-        Ok(dispatcher) => dispatcher,
-        Err(error) => {
-            return format!(
-                "Built-in tools bound to one workspace, but its run cannot be built, so \
-                 every call fails: {}",
-                chain(&*error)
-            );
+    let (families, long) = match runs.dispatcher(Some(port), conversation) {
+        Ok(dispatcher) => {
+            let registry = dispatcher.registry();
+            (
+                registry
+                    .families()
+                    .map(|family| format!("{} ({})", family.tools.join(", "), family.about))
+                    .collect(),
+                registry
+                    .specs()
+                    .filter(|spec| spec.may_run_long)
+                    .map(|spec| spec.name)
+                    .collect(),
+            )
         }
+        Err(error) => (vec![format!("none: {}", chain(&*error))], Vec::new()),
     };
-    let registry = dispatcher.registry();
-    let families: Vec<String> = registry
-        .families()
-        .map(|family| format!("{} ({})", family.tools.join(", "), family.about))
-        .collect();
-    let long: Vec<&str> = registry
-        .specs()
-        .filter(|spec| spec.may_run_long)
-        .map(|spec| spec.name)
-        .collect();
-    let surface = match dispatcher.options().surface {
+    let options = runs.options();
+    let surface = match options.surface {
         Surface::Full => "full: read, write and exec tools are listed",
         Surface::Plan => "plan: only read tools are listed",
         Surface::Readonly => "readonly: only read tools are listed",
     };
-    let approval = match dispatcher.options().approval {
+    let approval = match options.approval {
         ApprovalPolicy::Ask => {
             "ask: each write or exec call first shows the person a permission card (an \
              elicitation form); a client that takes no elicitation has no approver, so \

@@ -23,7 +23,9 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use tokio::sync::OnceCell;
-use tools_core::{Dispatcher, NoHuman, QuestionPort, ShutdownSummary, ToolCall, ToolResult};
+use tools_core::{
+    Dispatcher, DispatcherOptions, NoHuman, QuestionPort, ShutdownSummary, ToolCall, ToolResult,
+};
 
 use crate::dialect;
 use crate::elicit::ElicitationPort;
@@ -44,6 +46,10 @@ pub trait RunFactory: Send + Sync + 'static {
         port: Option<Arc<dyn QuestionPort>>,
         conversation: &str,
     ) -> Result<Dispatcher, BuildError>;
+
+    /// The options every dispatcher it builds has (the surface and approval policy the
+    /// server's instructions name, even when a run cannot be built).
+    fn options(&self) -> DispatcherOptions;
 }
 
 /// An MCP server for one run.
@@ -60,7 +66,7 @@ pub struct McpServer {
     pub(crate) flights: Flights,
     conversation: String,
     /// What the server's instructions say, built once: rmcp asks for the server's info on
-    /// every `tasks/*` request, and building it builds a registry.
+    /// every `tasks/*` request, and building it builds a run's dispatcher.
     instructions: std::sync::OnceLock<String>,
 }
 

@@ -223,14 +223,18 @@ impl Settings {
         conversation: &str,
     ) -> anyhow::Result<Dispatcher> {
         let registry = self.registry(port, conversation)?;
-        let options = DispatcherOptions {
+        Ok(Dispatcher::new(registry, self.dispatcher_options()))
+    }
+
+    /// The options of every dispatcher these settings build.
+    pub fn dispatcher_options(&self) -> DispatcherOptions {
+        DispatcherOptions {
             surface: self.surface,
             approval: self.approval,
             max_output_bytes: self.max_output_bytes,
             cancel_grace: self.cancel_grace,
             how_to_allow: self.how_to_allow.clone(),
-        };
-        Ok(Dispatcher::new(registry, options))
+        }
     }
 
     /// The registry of a run with these settings: every built-in family its config leaves
@@ -265,6 +269,10 @@ impl agent_tools_mcp::RunFactory for Settings {
         conversation: &str,
     ) -> Result<Dispatcher, agent_tools_mcp::BuildError> {
         Ok(self.dispatcher_for(port, conversation)?)
+    }
+
+    fn options(&self) -> DispatcherOptions {
+        self.dispatcher_options()
     }
 }
 
