@@ -368,5 +368,18 @@ mod tests {
         );
         // A family's table is taken by every build, with or without the family.
         Config::parse("[vibe]\nenabled = false\n[eval]\nmax_cell_seconds = 9\n").unwrap();
+        Config::parse("[files]\n").unwrap();
+    }
+
+    /// The file tools have no settings: a key under `[files]` (say, a hoped-for
+    /// `enabled = false`) is refused by name instead of being ignored.
+    #[cfg(feature = "files")]
+    #[test]
+    fn prod_6_a_key_under_files_is_refused_by_name() {
+        let error = format!(
+            "{:#}",
+            Config::parse("[files]\nenabled = false\n").unwrap_err()
+        );
+        assert!(error.contains("unknown field `enabled`"), "{error}");
     }
 }

@@ -13,7 +13,7 @@ mod write;
 pub use crate::{
     apply_patch::{ApplyPatch, ApplyPatchInput, ApplyPatchOutput, PatchedFile},
     edit::{Edit, EditInput, EditOutput},
-    family::FilesFamily,
+    family::{FilesConfig, FilesFamily},
     read::{Read, ReadInput, ReadOutput},
     write::{Write, WriteInput, WriteOutput},
 };
