@@ -391,13 +391,24 @@ impl<T: Tool> AnyTool for T {
         let schema = schema_for::<T::Input>();
         absent_when_null(&mut arguments, &schema);
         let unlisted = unlisted_fields(&arguments, &schema);
+        let given = arguments.clone();
         let input: T::Input = serde_path_to_error::deserialize(arguments).map_err(|error| {
             let field = error.path().to_string();
             let problem = error.into_inner().to_string();
+            // Of the fields the schema does not list, the older names of the duplicated one
+            // are those whose removal ends the duplicate (another may be a plain mistake).
+            let older: Vec<String> = match problem.starts_with("duplicate field") {
+                true => unlisted
+                    .iter()
+                    .filter(|name| !fails_alike::<T::Input>(&given, name, &problem))
+                    .cloned()
+                    .collect(),
+                false => Vec::new(),
+            };
             ArgumentError {
                 tool: T::NAME.to_owned(),
                 field: if field == "." { String::new() } else { field },
-                problem: sent_twice(problem, &unlisted),
+                problem: sent_twice(problem, &older),
                 expected: schema_signature(&schema),
             }
         })?;
@@ -489,6 +500,15 @@ fn unlisted_fields(arguments: &Value, schema: &serde_json::Map<String, Value>) -
         .collect()
 }
 
+/// Whether `arguments` without the field `name` still fail to decode with `problem`.
+fn fails_alike<I: DeserializeOwned>(arguments: &Value, name: &str, problem: &str) -> bool {
+    let mut without = arguments.clone();
+    if let Some(fields) = without.as_object_mut() {
+        fields.remove(name);
+    }
+    serde_json::from_value::<I>(without).is_err_and(|error| error.to_string() == problem)
+}
+
 /// serde's "duplicate field `path`" for arguments that sent a field under its name and under
 /// an older name too, which reads as if `path` were sent twice: say which names collided and
 /// which one to keep.
@@ -540,6 +560,22 @@ mod tests {
             sent_twice("duplicate field `path`".to_owned(), &[]),
             "duplicate field `path`"
         );
+        // Only the field whose removal ends the duplicate is its older name.
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Input {
+            #[serde(alias = "file")]
+            path: String,
+            #[serde(default)]
+            line: Option<u32>,
+        }
+        let given = json!({"path": "a.rs", "file": "a.rs", "bogus": 1});
+        let problem = serde_json::from_value::<Input>(given.clone())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(problem, "duplicate field `path`");
+        assert!(!fails_alike::<Input>(&given, "file", &problem));
+        assert!(fails_alike::<Input>(&given, "bogus", &problem));
         // An input that lists no properties has no older names to tell apart.
         assert!(unlisted_fields(&arguments, json!({}).as_object().unwrap()).is_empty());
     }
