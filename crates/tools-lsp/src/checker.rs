@@ -131,7 +131,7 @@ pub(crate) async fn run(
     if output.stdout_cut > 0 || output.stderr_cut > 0 {
         notes.push(format!(
             "`{command_line}` printed more than {} MiB; only the findings in the first {} MiB \
-             are counted, so there may be more — check parts of the project (a `file` prefix) \
+             are counted, so there may be more — check parts of the project (a `path` prefix) \
              to see them",
             MAX_OUTPUT >> 20,
             MAX_OUTPUT >> 20
