@@ -129,12 +129,11 @@ pub(crate) fn explain(error: &ClientError, shown: &dyn Fn(&Path) -> String) -> S
             shown(root),
             crash_details(last_error.as_deref(), stderr_tail, shown)
         ),
-        // Plain facts, with nothing to show relative and nothing better to suggest.
-        ClientError::Response { .. }
-        | ClientError::SupervisorGone
-        | ClientError::NotAbsolute { .. }
-        | ClientError::NotUtf8 { .. }
-        | ClientError::Read { .. } => error.to_string(),
+        ClientError::NotAbsolute { path } => format!("{} is not an absolute path", shown(path)),
+        ClientError::NotUtf8 { path } => format!("{} is not UTF-8 text", shown(path)),
+        ClientError::Read { path, source } => format!("cannot read {}: {source}", shown(path)),
+        // Plain facts, with no path to show and nothing better to suggest.
+        ClientError::Response { .. } | ClientError::SupervisorGone => error.to_string(),
     }
 }
 

@@ -13,7 +13,7 @@ use tools_lsp_client::{Busy, Session, Supervisor, Synced};
 
 use crate::Result;
 use crate::config::LspConfig;
-use crate::error::ForModel;
+use crate::error::{ForModel, explain};
 use crate::position::{Target, lines, locate};
 
 /// The run's language servers. Clone it freely; the servers stop when the last clone is
@@ -168,10 +168,10 @@ impl LspSupervisor {
         let publishes_before = async_lsp::lsp_types::Url::from_file_path(&path)
             .map(|uri| session.shared.publish_count(&uri))
             .unwrap_or(0);
-        let synced = session
-            .sync(&path)
-            .await
-            .map_err(|error| ToolError::failed(format!("{error}; nothing was asked")))?;
+        let synced = session.sync(&path).await.map_err(|error| {
+            let problem = explain(&error, &|path| workspace.display(path));
+            ToolError::failed(format!("{problem}; nothing was asked"))
+        })?;
         let notes = session
             .wait_ready()
             .await

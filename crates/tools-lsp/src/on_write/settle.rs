@@ -20,6 +20,7 @@ use async_lsp::lsp_types::{Diagnostic, Url};
 use tokio::time::Instant;
 
 use super::targets::Target;
+use crate::error::explain;
 use crate::render::{code_text, merge_passes, one_line};
 use tools_lsp_client::Checks;
 use tools_lsp_client::Error;
@@ -113,7 +114,14 @@ pub(crate) async fn settle_all(
             match sent {
                 Ok(sent) => settle(sent, deadline, bound).await,
                 Err(problem) => Outcome::unchecked(
-                    format!("it could not be sent to {server}: {problem}"),
+                    // The errors of a send name the file sent, shown as the report shows it.
+                    format!(
+                        "it could not be sent to {server}: {}",
+                        explain(&problem, &|path| match path == target.path {
+                            true => target.shown.clone(),
+                            false => path.display().to_string(),
+                        })
+                    ),
                     "".into(),
                 ),
             }
