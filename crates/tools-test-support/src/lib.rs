@@ -21,7 +21,7 @@ pub use crate::{
     fake::{Hello, HelloInput, HelloOutput, Scripted},
     fixture::{link_test_venv, python_project, write_files, write_fixture},
     snapshot::{redact, redact_with, snapshot_settings},
-    transcript::{Structure, Transcript},
+    transcript::Transcript,
 };
 
 /// The repository root.

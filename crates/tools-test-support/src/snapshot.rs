@@ -23,16 +23,45 @@ pub fn redact_with(text: &str, root: &Path, extra: &[(&str, &str)]) -> String {
     for root in roots {
         text = text.replace(&root, "[ROOT]");
     }
-    for (pattern, replacement) in FILTERS.iter().chain(extra) {
-        let regex = regex::Regex::new(pattern).expect("the filters are valid");
-        text = regex.replace_all(&text, *replacement).into_owned();
+    let extra = extra
+        .iter()
+        .map(|(pattern, replacement)| ((*pattern).to_owned(), *replacement));
+    for (pattern, replacement) in filters().into_iter().chain(extra) {
+        let regex = regex::Regex::new(&pattern).expect("the filters are valid");
+        text = regex.replace_all(&text, replacement).into_owned();
     }
     text
 }
 
-/// What [`snapshot_settings`] and [`redact`] replace, in order.
+/// What [`snapshot_settings`] and [`redact`] replace, in order: a temp folder (`.tmpXXXX`,
+/// as tempfile names them) under the system's temp folder, whichever `TMPDIR` makes it, then
+/// [`FILTERS`].
+fn filters() -> Vec<(String, &'static str)> {
+    let mut temp = vec![std::env::temp_dir()];
+    if let Ok(canonical) = temp[0].canonicalize() {
+        temp.push(canonical);
+    }
+    let folders = temp
+        .iter()
+        .map(|dir| {
+            let dir = dir.display().to_string();
+            format!(
+                r"{}/\.tmp[A-Za-z0-9]+",
+                regex::escape(dir.trim_end_matches('/'))
+            )
+        })
+        .map(|pattern| (pattern, "[TMP]"));
+    folders
+        .chain(
+            FILTERS
+                .iter()
+                .map(|(pattern, replacement)| ((*pattern).to_owned(), *replacement)),
+        )
+        .collect()
+}
+
+/// The filters of every snapshot after the temp folders, in order.
 const FILTERS: &[(&str, &str)] = &[
-    (r"/tmp/\.tmp[A-Za-z0-9]+", "[TMP]"),
     (r"\bpid:? \d+", "pid [PID]"),
     (r"\b\d+(\.\d+)? ?(ms|s)\b", "[TIME]"),
     // The same in structured content: `"pid": 4242`, `"duration_ms": 16`,
@@ -50,8 +79,8 @@ const FILTERS: &[(&str, &str)] = &[
 /// has no fixture root (`let _guard = snapshot_settings().bind_to_scope();`).
 pub fn snapshot_settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
-    for (pattern, replacement) in FILTERS {
-        settings.add_filter(pattern, *replacement);
+    for (pattern, replacement) in filters() {
+        settings.add_filter(&pattern, replacement);
     }
     settings.set_prepend_module_to_snapshot(false);
     settings

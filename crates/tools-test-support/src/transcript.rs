@@ -19,16 +19,6 @@ use crate::mcp::{Server, is_error, text};
 pub struct Transcript {
     root: std::path::PathBuf,
     text: String,
-    structure: Structure,
-}
-
-/// Whether a transcript shows each answer's structured content beside its text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Structure {
-    /// The text and the structured content, pretty-printed.
-    Shown,
-    /// The text only: for a scenario whose structure another snapshot already holds.
-    Hidden,
 }
 
 impl Transcript {
@@ -38,14 +28,7 @@ impl Transcript {
         Transcript {
             root: root.to_path_buf(),
             text: String::new(),
-            structure: Structure::Shown,
         }
-    }
-
-    /// The same transcript, showing the structure as `structure` says.
-    pub fn with_structure(mut self, structure: Structure) -> Self {
-        self.structure = structure;
-        self
     }
 
     /// Calls `tool` on `server`, records the call and its whole answer, and returns the
@@ -115,7 +98,7 @@ impl Transcript {
         for image in answer.images {
             writeln!(self.text, "--- image {image}").unwrap();
         }
-        if self.structure == Structure::Shown && !answer.structured.is_null() {
+        if !answer.structured.is_null() {
             let pretty = serde_json::to_string_pretty(answer.structured).unwrap();
             writeln!(self.text, "--- structured\n{pretty}").unwrap();
         }
