@@ -36,16 +36,23 @@ pub fn read_regular_with_metadata(path: &Path) -> std::io::Result<(Vec<u8>, std:
 }
 
 fn kind_of(file_type: &std::fs::FileType) -> &'static str {
-    if file_type.is_dir() {
-        "a folder"
-    } else if file_type.is_fifo() {
-        "a named pipe (FIFO)"
+    match file_type.is_dir() {
+        true => "a folder",
+        false => special_kind(file_type).unwrap_or("not a regular file"),
+    }
+}
+
+/// What a file type is when it is neither a regular file nor a folder, in the words errors
+/// use ("a named pipe (FIFO)", "a socket", "a device"); `None` for those two.
+pub fn special_kind(file_type: &std::fs::FileType) -> Option<&'static str> {
+    if file_type.is_fifo() {
+        Some("a named pipe (FIFO)")
     } else if file_type.is_socket() {
-        "a socket"
+        Some("a socket")
     } else if file_type.is_block_device() || file_type.is_char_device() {
-        "a device"
+        Some("a device")
     } else {
-        "not a regular file"
+        None
     }
 }
 

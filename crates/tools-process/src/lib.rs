@@ -34,7 +34,7 @@ pub use crate::{
     command::{Command, DEFAULT_GRACE, Input, Output, Sandbox},
     contain::{Containment, NO_CONTAINMENT_ENV, containment},
     error::{Error, Result},
-    files::{read_regular, read_regular_with_metadata},
+    files::{read_regular, read_regular_with_metadata, special_kind},
     priority::{Priority, idle_priority},
     procfs::{ProcessInfo, list_processes, process_env_var, process_info},
     reaper::{OrphanReaper, become_subreaper, reap_orphans, spawn_orphan_reaper},

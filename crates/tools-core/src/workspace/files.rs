@@ -3,22 +3,12 @@
 //! be a regular one is tools-process's `read_regular`, which every crate may use.
 
 use std::io::Write;
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 /// What a path is when it is neither a regular file nor a folder; `None` for those and for
 /// paths that do not exist.
 pub(super) fn special_kind(path: &Path) -> Option<&'static str> {
-    let file_type = std::fs::metadata(path).ok()?.file_type();
-    if file_type.is_fifo() {
-        Some("a named pipe (FIFO)")
-    } else if file_type.is_socket() {
-        Some("a socket")
-    } else if file_type.is_block_device() || file_type.is_char_device() {
-        Some("a device")
-    } else {
-        None
-    }
+    tools_process::special_kind(&std::fs::metadata(path).ok()?.file_type())
 }
 
 /// Writes `contents` to a temp file beside `path`, creating missing folders (recorded in
