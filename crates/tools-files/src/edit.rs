@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{
-    CallContext, Change, FileChange, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
+    CallContext, Change, FileChange, Line, Tier, Tool, ToolError, ToolOutput, Workspace, Writes,
 };
 
 use super::{blocking, line_of, plural, read_snapshot, update_failed};
@@ -36,7 +36,7 @@ pub struct EditOutput {
     /// How many occurrences were replaced.
     pub replacements: usize,
     /// The lines (1-based, in the new file) where the replacements start.
-    pub lines: Vec<usize>,
+    pub lines: Vec<Line>,
 }
 
 /// The `edit` tool.
@@ -108,7 +108,7 @@ impl Tool for Edit {
         };
         // Where each replacement starts in the new text: earlier replacements shift later ones.
         let shift = new.len() as isize - old.len() as isize;
-        let lines: Vec<usize> = starts
+        let lines: Vec<Line> = starts
             .iter()
             .enumerate()
             .map(|(index, start)| {
@@ -118,7 +118,7 @@ impl Tool for Edit {
                 )
             })
             .collect();
-        let at: Vec<String> = lines.iter().map(usize::to_string).collect();
+        let at: Vec<String> = lines.iter().map(Line::to_string).collect();
         let text = format!(
             "Edited {shown}: {} at line{} {}",
             plural(starts.len(), "replacement"),
@@ -211,8 +211,8 @@ fn not_found(text: &str, old: &str, shown: &str) -> String {
             if squeeze(&window) == wanted {
                 message.push_str(&format!(
                     "; lines {}–{} match it except for whitespace (indentation or line breaks differ)",
-                    start + 1,
-                    (start + span).min(lines.len())
+                    Line::from_index(start),
+                    Line::from_index((start + span).min(lines.len()) - 1)
                 ));
                 break;
             }

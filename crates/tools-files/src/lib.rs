@@ -20,7 +20,7 @@ pub use crate::{
 
 use std::path::Path;
 
-use tools_core::{Expect, RegistryBuilder, ToolError, UpdateError, Workspace};
+use tools_core::{Expect, Line, RegistryBuilder, ToolError, UpdateError, Workspace};
 
 /// Registers the four host tools; they need nothing but the workspace.
 pub fn register(builder: &mut RegistryBuilder) {
@@ -79,9 +79,9 @@ pub(crate) fn count_lines(text: &str) -> usize {
     text.lines().count()
 }
 
-/// 1-based line number of byte `offset` in `text`.
-pub(crate) fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
+/// The line byte `offset` of `text` is on.
+pub(crate) fn line_of(text: &str, offset: usize) -> Line {
+    Line::from_index(text[..offset.min(text.len())].matches('\n').count())
 }
 
 /// "1 line", "2 lines".
