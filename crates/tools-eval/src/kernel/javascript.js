@@ -1,5 +1,5 @@
-// The JavaScript kernel of agent-tools' `eval` tool (EVAL-1, EVAL-2, EVAL-3, EVAL-4, EVAL-5,
-// EVAL-6, EVAL-7, EVAL-8). Embedded in the crate and run as `node -e SOURCE`; it is written
+// The JavaScript kernel of agent-tools' `eval` tool (EVAL-1, EVAL-3, EVAL-4, EVAL-6, EVAL-7,
+// EVAL-8). Embedded in the crate and run as `node -e SOURCE`; it is written
 // nowhere. It speaks JSON lines over its own stdin and stdout (EVAL-7). Cells run through V8's
 // inspector `Runtime.evaluate` in REPL mode (re-declarable `const`/`let`, top-level `await`, the
 // completion value). A worker thread reads stdin, so an interrupt arrives while a cell is busy, and

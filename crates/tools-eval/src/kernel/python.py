@@ -1,5 +1,5 @@
-# The Python kernel of agent-tools' `eval` tool (EVAL-1, EVAL-2, EVAL-3, EVAL-4, EVAL-5, EVAL-6,
-# EVAL-7, EVAL-8). Embedded in the crate and run as `python -c SOURCE`; it is written nowhere. It
+# The Python kernel of agent-tools' `eval` tool (EVAL-1, EVAL-3, EVAL-4, EVAL-5, EVAL-6, EVAL-7,
+# EVAL-8). Embedded in the crate and run as `python -c SOURCE`; it is written nowhere. It
 # speaks JSON lines over its own stdin and stdout (EVAL-7): the protocol file descriptors are
 # duplicated away first, and fds 0, 1 and 2 are then pointed at /dev/null and at a capture pipe, so
 # nothing a cell, a C extension or a child process prints can corrupt the protocol, and all of it is
