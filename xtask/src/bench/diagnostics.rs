@@ -217,11 +217,12 @@ async fn bench(project: &Project) -> anyhow::Result<()> {
         if result.is_error {
             bail!("write failed in round {round}: {}", result.text);
         }
+        // The written file's entry of the report: checked (settled in time) or not, and how
+        // many diagnostics the write introduced there.
         let structured = result.structured.unwrap_or_default();
-        let settled = structured["diagnostics"]["files"][0]["settled"] == json!(true);
-        let introduced = structured["diagnostics"]["introduced"]
-            .as_array()
-            .map_or(0, Vec::len);
+        let file = &structured["diagnostics"]["files"][0];
+        let settled = file["state"] == json!("checked");
+        let introduced = file["introduced"].as_u64().unwrap_or(0);
         if !settled || (round % 2 == 0) != (introduced > 0) {
             unsettled += 1;
             println!(
