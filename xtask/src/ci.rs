@@ -50,16 +50,88 @@ fn family_features(root: &Path) -> anyhow::Result<Vec<String>> {
 
 /// The language servers the tests drive, pinned to the versions the tests were written
 /// against (their messages are part of what the tests check).
-const BASEDPYRIGHT: &str = "basedpyright==1.40.2";
-const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@5.3.0";
+pub(crate) const BASEDPYRIGHT: &str = "basedpyright==1.40.2";
+pub(crate) const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@5.3.0";
 /// The MCP TypeScript SDK the client test drives `serve` with (issue 21).
 const MCP_TYPESCRIPT_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
-const TYPESCRIPT: &str = "typescript@5.9.3";
+pub(crate) const TYPESCRIPT: &str = "typescript@5.9.3";
 /// The MCP Inspector whose CLI the client test drives (strict schema check, calls), in a
 /// folder of its own: it brings the SDK's next major version.
 const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 /// The Python debug adapter the debugger tests drive.
-const DEBUGPY: &str = "debugpy==1.8.22";
+pub(crate) const DEBUGPY: &str = "debugpy==1.8.22";
+
+/// A Debian package the tests drive, by the binary that says it is installed.
+pub(crate) struct DebianPackage {
+    pub(crate) binary: &'static str,
+    pub(crate) package: &'static str,
+    /// Whether the container image carries it too (`cargo xtask image`): what a run drives
+    /// does, what only the tests need does not.
+    pub(crate) in_image: bool,
+}
+
+/// The Debian packages the tests drive, installed with `apt-get` when missing.
+pub(crate) const DEBIAN_PACKAGES: &[DebianPackage] = &[
+    // The C and C++ language server.
+    DebianPackage {
+        binary: "clangd",
+        package: "clangd",
+        in_image: true,
+    },
+    // The eval sandbox test (EVAL-9); in the image, the container is the run's sandbox.
+    DebianPackage {
+        binary: "bwrap",
+        package: "bubblewrap",
+        in_image: false,
+    },
+    // lldb-dap, as Debian's lldb-19 ships it.
+    DebianPackage {
+        binary: "lldb-dap-19",
+        package: "lldb-19",
+        in_image: true,
+    },
+    // delve, and the Go it builds what it debugs with.
+    DebianPackage {
+        binary: "dlv",
+        package: "delve",
+        in_image: true,
+    },
+    DebianPackage {
+        binary: "go",
+        package: "golang-go",
+        in_image: true,
+    },
+    // The C compiler of the debugger tests' programs, and of Go's cgo.
+    DebianPackage {
+        binary: "gcc",
+        package: "gcc",
+        in_image: true,
+    },
+    // clangd's own compiler: the C checker of `cargo xtask truth`.
+    DebianPackage {
+        binary: "clang-14",
+        package: "clang-14",
+        in_image: false,
+    },
+    // The container test (`cargo xtask container`): the engine, the Debian rootfs the image's
+    // base is built from where no registry is reachable, and kubectl to check the Kubernetes
+    // manifests offline.
+    DebianPackage {
+        binary: "dockerd",
+        package: "docker.io",
+        in_image: false,
+    },
+    DebianPackage {
+        binary: "debootstrap",
+        package: "debootstrap",
+        in_image: false,
+    },
+    DebianPackage {
+        binary: "kubectl",
+        package: "kubernetes-client",
+        in_image: false,
+    },
+];
 
 pub(crate) fn run() -> anyhow::Result<()> {
     let root = crate::project_root();
@@ -351,28 +423,7 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
             root,
         )?;
     }
-    // clangd for the language-server tests, bubblewrap for the eval sandbox test (EVAL-9),
-    // lldb-dap (Debian's lldb-19), delve, Go and gcc for the debugger tests.
-    let debian: Vec<&str> = [
-        ("clangd", "clangd"),
-        ("bwrap", "bubblewrap"),
-        ("lldb-dap-19", "lldb-19"),
-        ("dlv", "delve"),
-        ("go", "golang-go"),
-        ("gcc", "gcc"),
-        // clangd's own compiler: the C checker of `cargo xtask truth`.
-        ("clang-14", "clang-14"),
-    ]
-    .into_iter()
-    .filter(|(binary, _)| !which(binary))
-    .map(|(_, package)| package)
-    .collect();
-    if !debian.is_empty() {
-        step("apt-get", &["update", "-qq"], root)?;
-        let mut args = vec!["install", "-y", "-qq"];
-        args.extend(&debian);
-        step("apt-get", &args, root)?;
-    }
+    install_debian(root, DEBIAN_PACKAGES.iter())?;
     let node_bin = root.join(".tools/node/node_modules/.bin");
     let sdk = root.join(".tools/node/node_modules/@modelcontextprotocol/sdk/package.json");
     let sdk_pinned = std::fs::read_to_string(&sdk).is_ok_and(|package| {
@@ -427,6 +478,24 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Installs those of `packages` whose binary is missing, with one `apt-get install`.
+pub(crate) fn install_debian<'a>(
+    root: &Path,
+    packages: impl Iterator<Item = &'a DebianPackage>,
+) -> anyhow::Result<()> {
+    let missing: Vec<&str> = packages
+        .filter(|package| !which(package.binary))
+        .map(|package| package.package)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    step("apt-get", &["update", "-qq"], root)?;
+    let mut args = vec!["install", "-y", "-qq"];
+    args.extend(&missing);
+    step("apt-get", &args, root)
+}
+
 /// PATH with `dir` first.
 fn prepend_path(dir: &Path) -> std::ffi::OsString {
     let mut paths = vec![dir.to_path_buf()];
@@ -442,7 +511,7 @@ pub(crate) fn step(program: &str, args: &[&str], root: &Path) -> anyhow::Result<
     run_command(&format!("{program} {}", args.join(" ")), command)
 }
 
-fn run_command(label: &str, mut command: Command) -> anyhow::Result<()> {
+pub(crate) fn run_command(label: &str, mut command: Command) -> anyhow::Result<()> {
     println!("== {label}");
     let status = command
         .status()
@@ -453,7 +522,7 @@ fn run_command(label: &str, mut command: Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn which(program: &str) -> bool {
+pub(crate) fn which(program: &str) -> bool {
     std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
         .unwrap_or(false)
