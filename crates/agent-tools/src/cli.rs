@@ -99,6 +99,10 @@ struct ServeArgs {
     /// Once the server accepts connections, write its endpoint's URL to this file.
     #[arg(long, value_name = "FILE", requires = "http")]
     ready_file: Option<PathBuf>,
+    /// Not taken: a command line is visible to every user of the machine. Declared only to
+    /// say so, and where the token goes instead.
+    #[arg(long, hide = true, value_name = "TOKEN")]
+    token: Option<String>,
     /// The largest HTTP request body taken, in bytes (413 past it).
     #[arg(long, value_name = "BYTES", default_value_t = agent_tools_mcp::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
@@ -107,6 +111,13 @@ struct ServeArgs {
 impl ServeArgs {
     /// The bearer token from `--token-file` or AGENT_TOOLS_TOKEN (not both), if any.
     fn token(&self) -> anyhow::Result<Option<Token>> {
+        if self.token.is_some() {
+            anyhow::bail!(
+                "`--token` is not taken: a command line is visible to every user of the machine; \
+                 put the token in a file and pass `--token-file FILE`, or set {}",
+                tools_process::TOKEN_ENV
+            );
+        }
         let from_env = std::env::var(tools_process::TOKEN_ENV)
             .ok()
             .filter(|token| !token.trim().is_empty());

@@ -104,8 +104,11 @@ impl Guard {
         if ip.is_loopback() || ip.is_unspecified() {
             hosts.extend(["localhost", "127.0.0.1", "::1"].map(str::to_owned));
         }
-        hosts.extend(allowed.iter().map(|host| bare_host(host)));
-        hosts.dedup();
+        for host in allowed.iter().map(|host| bare_host(host)) {
+            hosts.push(host);
+        }
+        let mut seen = std::collections::HashSet::new();
+        hosts.retain(|host| seen.insert(host.clone()));
         Guard {
             hosts: Some(hosts),
             token,
