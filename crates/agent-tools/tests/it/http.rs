@@ -474,3 +474,77 @@ async fn prod_2_sigterm_answers_calls_in_flight_and_ends_every_process() {
         serve.stderr()
     );
 }
+
+#[tokio::test]
+async fn prod_2_a_sessions_card_rides_the_stream_of_the_call_that_raised_it() {
+    use tokio::io::AsyncReadExt;
+    let root = workspace();
+    let serve = HttpServe::start(root.path(), &["--approval", "ask"]).await;
+    let opened = post(
+        &serve,
+        &serve.mcp_headers(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string()
+        .as_bytes(),
+    )
+    .await;
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
+    let mut with = serve.mcp_headers();
+    with.push(("Mcp-Session-Id".into(), session));
+    with.push(("MCP-Protocol-Version".into(), "2025-11-25".into()));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(&serve, &with, initialized.to_string().as_bytes()).await;
+
+    // The write's POST: its stream carries the approval card, then the result.
+    let body = call(2, "write", json!({"path": "carded.txt", "content": "hi\n"})).to_string();
+    let mut stream = TcpStream::connect(&serve.addr).await.unwrap();
+    let mut head = format!("POST /mcp HTTP/1.1\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in &with {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    let card_id = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut buffer = [0u8; 4096];
+        loop {
+            let read = stream.read(&mut buffer).await.unwrap();
+            assert!(read > 0, "the call's stream ended without a card: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buffer[..read]));
+            if let Some(at) = seen.find("\"method\":\"elicitation/create\"") {
+                let start = seen[..at].rfind("data: ").unwrap() + 6;
+                let end = start + seen[start..].find('\n').unwrap();
+                let request: Value = serde_json::from_str(&seen[start..end]).unwrap();
+                break request["id"].clone();
+            }
+        }
+    })
+    .await
+    .expect("no card on the call's own stream");
+    let answer = json!({"jsonrpc": "2.0", "id": card_id,
+        "result": {"action": "accept", "content": {"decision": "allow"}}});
+    let accepted = post(&serve, &with, answer.to_string().as_bytes()).await;
+    assert_eq!(accepted.status, 202, "{accepted:?}");
+    let result = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut buffer = [0u8; 4096];
+        while !seen.contains("\"id\":2,\"result\"") {
+            let read = stream.read(&mut buffer).await.unwrap();
+            assert!(
+                read > 0,
+                "the call's stream ended without its result: {seen}"
+            );
+            seen.push_str(&String::from_utf8_lossy(&buffer[..read]));
+        }
+        seen
+    })
+    .await
+    .expect("no result after the card was answered");
+    assert!(result.contains("Created carded.txt"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("carded.txt")).unwrap(),
+        "hi\n"
+    );
+}
