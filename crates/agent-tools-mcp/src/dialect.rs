@@ -4,8 +4,8 @@
 //! rmcp reads only the extension's shapes: it drops a `tools/call`'s `params.task`, declares
 //! no `capabilities.tasks`, lists no `execution` on tools, names a task's fields `ttlMs` and
 //! `pollIntervalMs`, and refuses `tasks/get` and `tasks/cancel` from a client that did not
-//! declare the extension. So the stdio transport rewrites the few messages where the dialects
-//! differ ([`Dialect`]), and the handler serves the rest ([`legacy_task`] and the
+//! declare the extension. So each transport rewrites the few messages where the dialects
+//! differ ([`Dialect`]: stdio per line, HTTP per request and response body), and the handler serves the rest ([`legacy_task`] and the
 //! `tasks/*` methods in `on_custom_request`):
 //!
 //! - in: a `tools/call` with `params.task` keeps it as `params._meta[`[`TASK_META`]`]`, which
@@ -71,6 +71,16 @@ pub(crate) fn may_rewrite_inbound(line: &str) -> bool {
 }
 
 impl Dialect {
+    /// The view of one HTTP request: there each POST carries one message, its answer comes
+    /// back on that POST's response, and a request belongs to a 2025-11-25 session exactly
+    /// when it carries `Mcp-Session-Id` (or is the `initialize` that opens one).
+    pub(crate) fn for_request(session: bool) -> Dialect {
+        Dialect {
+            session,
+            pending: HashMap::new(),
+        }
+    }
+
     /// Whether some answer waits to be rewritten (the outbound side looks only then).
     pub(crate) fn is_waiting(&self) -> bool {
         !self.pending.is_empty()

@@ -20,18 +20,21 @@ impl ElicitationPort {
 
 impl QuestionPort for ElicitationPort {
     fn ask(&self, card: Card) -> BoxFuture<'_, Answer> {
-        Box::pin(async move {
-            let params = match form_params(&card) {
-                Ok(params) => params,
-                Err(problem) => return Answer::NoHuman(problem.to_string()),
-            };
-            match self.peer.create_elicitation(params).await {
-                Ok(result) => answer_for(&card, result),
-                Err(error) => Answer::NoHuman(format!(
-                    "the client did not answer the elicitation request: {error}"
-                )),
-            }
-        })
+        Box::pin(async move { elicit(&self.peer, &card).await })
+    }
+}
+
+/// Asks `card` of the person behind `peer` as an elicitation form, and reads the answer.
+pub(crate) async fn elicit(peer: &Peer<RoleServer>, card: &Card) -> Answer {
+    let params = match form_params(card) {
+        Ok(params) => params,
+        Err(problem) => return Answer::NoHuman(problem.to_string()),
+    };
+    match peer.create_elicitation(params).await {
+        Ok(result) => answer_for(card, result),
+        Err(error) => Answer::NoHuman(format!(
+            "the client did not answer the elicitation request: {error}"
+        )),
     }
 }
 

@@ -23,6 +23,7 @@ use rmcp::model::{
     InputResponses, Task,
 };
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -96,9 +97,9 @@ impl QuestionPort for CallPort {
 
 /// Where a call's cards go.
 pub(crate) enum Asker {
-    /// To the run's port (a 2025-11-25 client's elicitation requests), or nowhere when the
-    /// run has none.
-    Run,
+    /// To this port (a 2025-11-25 session's elicitation requests, for a task that runs on
+    /// after its request).
+    Port(Arc<dyn QuestionPort>),
     /// Nowhere: this request declared no elicitation, so a card fails at once (ASK-5) and an
     /// approval is refused (CORE-5).
     Nobody(String),
@@ -137,7 +138,7 @@ impl Flight {
     ) -> Flight {
         let (sender, raised) = mpsc::unbounded_channel();
         let asker: Option<Arc<dyn QuestionPort>> = match asker {
-            Asker::Run => None,
+            Asker::Port(port) => Some(port),
             Asker::Nobody(reason) => Some(Arc::new(tools_core::NoHuman { reason })),
             Asker::Driver => Some(Arc::new(CallPort { raised: sender })),
         };
@@ -212,17 +213,35 @@ pub(crate) enum Step {
     Task(Flight, Option<Raised>),
 }
 
-/// Drives `flight` for one request: until it finishes, raises a card, runs past the task
-/// grace (when `tasks` is on and it may run long), or the request is cancelled.
+/// How the request that drives a call shows the cards it raises.
+pub(crate) enum Cards {
+    /// As `elicitation/create` requests to this peer, sent while the request is served, so
+    /// that over HTTP they ride that request's stream (2025-11-25).
+    Elicit(Peer<RoleServer>),
+    /// In an `input_required` answer (2026-07-28).
+    Park,
+    /// In a task's input requests, when the call may run long; otherwise parked (2026-07-28
+    /// with the tasks extension).
+    Task,
+}
+
+/// Drives `flight` for one request: until it finishes, raises a card it cannot ask in-line,
+/// runs past the task grace (when the client takes tasks and it may run long), or the
+/// request is cancelled.
 pub(crate) async fn drive(
     mut flight: Flight,
     request: CancellationToken,
     progress: Option<ProgressSink>,
-    tasks: bool,
+    cards: Cards,
 ) -> Step {
     let heartbeat_to = progress.clone().filter(|_| flight.long);
     flight.send_progress_to(progress);
-    let becomes_task = tasks && flight.long;
+    let becomes_task = matches!(cards, Cards::Task) && flight.long;
+    let elicit = match cards {
+        Cards::Elicit(peer) => Some(peer),
+        Cards::Park | Cards::Task => None,
+    };
+    let mut asking = FuturesUnordered::new();
     let grace = tokio::time::sleep(TASK_GRACE);
     tokio::pin!(grace);
     let mut heartbeat = tokio::time::interval(HEARTBEAT / 2);
@@ -254,18 +273,24 @@ pub(crate) async fn drive(
                 if raised.answer.is_closed() {
                     continue;
                 }
+                if let Some(peer) = &elicit {
+                    asking.push(elicit_for(peer.clone(), raised));
+                    continue;
+                }
                 flight.send_progress_to(None);
                 return match becomes_task {
                     true => Step::Task(flight, Some(raised)),
                     false => Step::Park(flight, raised),
                 };
             }
+            Some(()) = asking.next(), if !asking.is_empty() => {}
             () = &mut grace, if becomes_task => {
                 flight.send_progress_to(None);
                 return Step::Task(flight, None);
             }
             () = request.cancelled() => {
                 flight.cancel.cancel();
+                asking.clear();
                 // Cards raised while it winds down are withdrawn, not left to wait out their
                 // expiry with nobody to show them.
                 flight.raised.close();
@@ -275,6 +300,16 @@ pub(crate) async fn drive(
             }
         }
     }
+}
+
+/// Asks `raised` of the person through `peer`'s elicitation and hands the answer back; a
+/// card that expires first is left (its call already went on with "expired").
+async fn elicit_for(peer: Peer<RoleServer>, mut raised: Raised) {
+    let answer = tokio::select! {
+        answer = crate::elicit::elicit(&peer, &raised.card) => answer,
+        () = raised.answer.closed() => return,
+    };
+    let _ = raised.answer.send(answer);
 }
 
 /// A flight parked behind an `input_required` answer.

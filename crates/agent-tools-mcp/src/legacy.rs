@@ -13,6 +13,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use tools_core::{Dispatcher, ToolCall};
 
 use crate::dialect;
+use crate::elicit::ElicitationPort;
 use crate::flight::{Asker, Flight};
 use crate::server::{McpServer, no_card_asker};
 
@@ -38,14 +39,17 @@ impl McpServer {
         name: &str,
         arguments: serde_json::Value,
         elicitation: bool,
+        peer: rmcp::Peer<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let call = ToolCall {
             name: name.to_owned(),
             arguments,
         };
         let long = dispatcher.may_run_long(&call);
+        // The task outlives this request, so its cards go to the session as requests of
+        // their own (over HTTP, on the session's standalone stream).
         let asker = match elicitation {
-            true => Asker::Run,
+            true => Asker::Port(Arc::new(ElicitationPort::new(peer))),
             false => no_card_asker(),
         };
         let flight = Flight::start(Arc::clone(dispatcher), call, asker, long);

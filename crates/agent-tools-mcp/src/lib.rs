@@ -12,6 +12,7 @@ mod dialect;
 mod elicit;
 mod error;
 mod flight;
+mod http;
 mod instructions;
 mod legacy;
 mod server;
@@ -21,6 +22,7 @@ mod wire;
 pub use crate::{
     elicit::ElicitationPort,
     error::{Error, Result},
+    http::{DEFAULT_MAX_BODY_BYTES, HttpError, HttpOptions, HttpServer, Token, TokenError},
     server::{BuildError, McpRun, McpServer, RunFactory},
     stdio::{LineTransport, serve_stdio, stdio_transport},
     wire::{mcp_result, mcp_tool},

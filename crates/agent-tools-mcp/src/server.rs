@@ -29,7 +29,7 @@ use tools_core::{
 
 use crate::dialect;
 use crate::elicit::ElicitationPort;
-use crate::flight::{self, Asker, Flight, Flights, Step};
+use crate::flight::{self, Asker, Cards, Flight, Flights, Step};
 use crate::wire::{mcp_result, mcp_tool, progress_sink};
 
 /// An error a [`RunFactory`] gives when it cannot build a run, with its causes.
@@ -54,20 +54,37 @@ pub trait RunFactory: Send + Sync + 'static {
 
 /// An MCP server for one run.
 ///
-/// The run is built when the client first lists or calls a tool, because whether a question
-/// port exists depends on the capabilities the client declared (in `initialize`, or in the
-/// first request's `_meta`): with form elicitation, cards go to the client; without it, there
-/// is no question port, so `ask_user` is not registered and the approval gate has no
-/// approver (ASK-5, CORE-5). Each later request is held to its own declaration too: one
-/// without elicitation does not list `ask_user`, and its cards fail at once.
+/// The run is built when a client first lists or calls a tool. Over stdio there is one
+/// client, and whether the run has a question port depends on the capabilities it declared
+/// (in `initialize`, or in the first request's `_meta`): with form elicitation, cards go to
+/// the client; without it, there is no question port, so `ask_user` is not registered and the
+/// approval gate has no approver (ASK-5, CORE-5). Over HTTP any number of clients share the
+/// run ([`McpServer::shared`]), so no one client decides: every call's cards go back through
+/// the request that made it. Each request is held to its own declaration too: one without
+/// elicitation does not list `ask_user`, and its cards fail at once.
+///
+/// A clone is the same server (one run, one conversation): the HTTP transport hands one to
+/// each session and to each stateless request.
+#[derive(Clone)]
 pub struct McpServer {
     runs: Arc<dyn RunFactory>,
     dispatcher: Arc<OnceCell<Arc<Dispatcher>>>,
     pub(crate) flights: Flights,
     conversation: String,
+    clients: Clients,
     /// What the server's instructions say, built once: rmcp asks for the server's info on
     /// every `tasks/*` request, and building it builds a run's dispatcher.
-    instructions: std::sync::OnceLock<String>,
+    instructions: Arc<std::sync::OnceLock<String>>,
+}
+
+/// How many clients a server's run has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Clients {
+    /// One connection (stdio): its capabilities decide the run's question port.
+    One,
+    /// Any number (HTTP): the run's own port reaches nobody, and each call's cards go back
+    /// through the request that made it.
+    Many,
 }
 
 /// A handle on the run a server builds, for ending it when the connection ends.
@@ -106,6 +123,17 @@ impl McpServer {
     /// A server for a run `runs` builds; each server is one connection and one
     /// conversation.
     pub fn new(runs: Arc<dyn RunFactory>) -> Self {
+        Self::with_clients(runs, Clients::One)
+    }
+
+    /// A server whose one run any number of clients share, as over HTTP: lanes, staged
+    /// edits, the debug session and the kernels are the run's, so every client sees the same
+    /// ones; a card goes only to the client whose call raised it.
+    pub fn shared(runs: Arc<dyn RunFactory>) -> Self {
+        Self::with_clients(runs, Clients::Many)
+    }
+
+    fn with_clients(runs: Arc<dyn RunFactory>, clients: Clients) -> Self {
         static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
         let number = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
         let started = std::time::SystemTime::now()
@@ -117,7 +145,8 @@ impl McpServer {
             dispatcher: Arc::new(OnceCell::new()),
             flights,
             conversation: format!("conversation-{}-{started}-{number}", std::process::id()),
-            instructions: std::sync::OnceLock::new(),
+            clients,
+            instructions: Arc::default(),
         }
     }
 
@@ -136,14 +165,16 @@ impl McpServer {
         self.dispatcher
             .get_or_try_init(|| async {
                 let elicitation = declares_form_elicitation(context.client_capabilities().as_ref());
-                let port: Option<Arc<dyn QuestionPort>> = match (is_modern(context), elicitation) {
-                    (false, false) => None,
-                    (false, true) => Some(Arc::new(ElicitationPort::new(context.peer.clone()))),
-                    // A 2026-07-28 client declares its capabilities on each request, so the
-                    // first one does not decide for the run: every call brings its own way to
-                    // the person (its request or its task), or none, and `tools/list` leaves
-                    // `ask_user` out for a request without elicitation.
-                    (true, _) => Some(Arc::new(NoHuman {
+                let decides = self.clients == Clients::One && !is_modern(context);
+                let port: Option<Arc<dyn QuestionPort>> = match (decides, elicitation) {
+                    (true, false) => None,
+                    (true, true) => Some(Arc::new(ElicitationPort::new(context.peer.clone()))),
+                    // A 2026-07-28 client declares its capabilities on each request, and a
+                    // shared run has many clients, so the first request does not decide for
+                    // the run: every call brings its own way to the person (its request or
+                    // its task), or none, and `tools/list` leaves `ask_user` out for a
+                    // request without elicitation.
+                    (false, _) => Some(Arc::new(NoHuman {
                         reason: "a card can only be shown through the call that raised it"
                             .to_owned(),
                     })),
@@ -234,7 +265,13 @@ impl ServerHandler for McpServer {
             .map(serde_json::Value::Object)
             .unwrap_or(serde_json::Value::Null);
         if legacy_task && request.request_state.is_none() {
-            return self.start_legacy_task(&dispatcher, &request.name, arguments, elicitation);
+            return self.start_legacy_task(
+                &dispatcher,
+                &request.name,
+                arguments,
+                elicitation,
+                context.peer.clone(),
+            );
         }
         let flight = match request.request_state.as_deref() {
             Some(_) if !is_modern(&context) => {
@@ -281,12 +318,11 @@ impl ServerHandler for McpServer {
                     arguments,
                 };
                 let long = dispatcher.may_run_long(&call);
-                let asker = if !elicitation {
-                    no_card_asker()
-                } else if is_modern(&context) || (tasks && long) {
-                    Asker::Driver
-                } else {
-                    Asker::Run
+                // Every card goes back through the request (or task) that drives the call:
+                // on 2025-11-25 as an `elicitation/create` that rides that request's stream.
+                let asker = match elicitation {
+                    true => Asker::Driver,
+                    false => no_card_asker(),
                 };
                 Flight::start(Arc::clone(&dispatcher), call, asker, long)
             }
@@ -297,7 +333,12 @@ impl ServerHandler for McpServer {
             .meta
             .get_progress_token()
             .map(|token| progress_sink(context.peer.clone(), token));
-        match flight::drive(flight, context.ct.clone(), progress, tasks).await {
+        let cards = match (is_modern(&context), tasks) {
+            (false, _) => Cards::Elicit(context.peer.clone()),
+            (true, true) => Cards::Task,
+            (true, false) => Cards::Park,
+        };
+        match flight::drive(flight, context.ct.clone(), progress, cards).await {
             Step::Done(result) => Ok(mcp_result(result).into()),
             Step::Park(flight, raised) => Ok(self.flights.park(flight, raised)?.into()),
             Step::Task(flight, first) => {

@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use tools_core::{
 };
 
 use crate::{McpRun, McpServer, RunOptions, Settings};
+use agent_tools_mcp::{HttpOptions, HttpServer, Token};
 
 /// Built-in tools for coding agents, bound to one workspace.
 #[derive(Debug, Parser)]
@@ -30,8 +32,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve one run over stdio as an MCP server.
-    Serve(RunArgs),
+    /// Serve one run as an MCP server: over stdio, or over HTTP with `--http`.
+    Serve(ServeArgs),
     /// Run one tool call and print its result (exit status 1 when the tool fails).
     Call {
         /// The tool's name, e.g. `read`.
@@ -77,6 +79,69 @@ struct RunArgs {
     state_dir: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Serve MCP Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8765
+    /// (port 0 picks one). Off loopback a bearer token is required (`--token-file` or
+    /// AGENT_TOOLS_TOKEN).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// A file holding the bearer token HTTP clients must send, instead of AGENT_TOOLS_TOKEN.
+    /// The token itself is never taken as an argument: argv is visible to every user.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// A host name clients reach the server by, beyond its bind address and loopback (a
+    /// published port's name, a Kubernetes service); repeatable; `*` admits any.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// Once the server accepts connections, write its endpoint's URL to this file.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    ready_file: Option<PathBuf>,
+    /// Not taken: a command line is visible to every user of the machine. Declared only to
+    /// say so, and where the token goes instead.
+    #[arg(long, hide = true, value_name = "TOKEN")]
+    token: Option<String>,
+    /// The largest HTTP request body taken, in bytes (413 past it).
+    #[arg(long, value_name = "BYTES", default_value_t = agent_tools_mcp::DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+}
+
+impl ServeArgs {
+    /// The bearer token from `--token-file` or AGENT_TOOLS_TOKEN (not both), if any.
+    fn token(&self) -> anyhow::Result<Option<Token>> {
+        if self.token.is_some() {
+            anyhow::bail!(
+                "`--token` is not taken: a command line is visible to every user of the machine; \
+                 put the token in a file and pass `--token-file FILE`, or set {}",
+                tools_process::TOKEN_ENV
+            );
+        }
+        let from_env = std::env::var(tools_process::TOKEN_ENV)
+            .ok()
+            .filter(|token| !token.trim().is_empty());
+        let secret = match (&self.token_file, from_env) {
+            (Some(_), Some(_)) => anyhow::bail!(
+                "the token was given twice, in --token-file and in {}: keep one",
+                tools_process::TOKEN_ENV
+            ),
+            (Some(file), None) => std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the token file {}", file.display()))?,
+            (None, Some(secret)) => secret,
+            (None, None) => return Ok(None),
+        };
+        let token = Token::new(&secret).with_context(|| match &self.token_file {
+            Some(file) => format!("the token in {} cannot guard a server", file.display()),
+            None => format!(
+                "the token in {} cannot guard a server",
+                tools_process::TOKEN_ENV
+            ),
+        })?;
+        Ok(Some(token))
+    }
+}
+
 impl RunArgs {
     fn settings(&self) -> anyhow::Result<Settings> {
         Settings::load(&RunOptions {
@@ -89,6 +154,9 @@ impl RunArgs {
         })
     }
 }
+
+/// The most rmcp may log (see where the log is set up).
+const RMCP_LOG_CEILING: &str = "rmcp=warn";
 
 /// Runs the command line `args` (the first is the program's name, as in `std::env::args_os`)
 /// and returns the process's exit status.
@@ -117,7 +185,7 @@ where
         }
     };
     let default_level = match cli.command {
-        Command::Serve(_) => "warn,agent_tools=info,tools_core=info",
+        Command::Serve(_) => "warn,agent_tools=info,agent_tools_mcp=info,tools_core=info",
         _ => "warn",
     };
     // Logs go to standard error only: standard output is the MCP stream or the result.
@@ -126,7 +194,10 @@ where
         .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("AGENT_TOOLS_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level))
+                // rmcp logs whole messages and HTTP requests below warn: tool arguments, card
+                // answers and the `Authorization` header stay out of the log at any level.
+                .add_directive(RMCP_LOG_CEILING.parse().unwrap_or_default()),
         )
         .try_init()
         .ok();
@@ -238,6 +309,50 @@ impl Signals {
     }
 }
 
+/// `serve --http`: one run for every client, until a signal; then, as on stdio, the run's
+/// calls are cancelled (and answered so), its servers shut down, and what is left is killed
+/// within the bound.
+async fn serve_http(args: ServeArgs) -> anyhow::Result<u8> {
+    let Some(addr) = args.http else {
+        anyhow::bail!("`serve_http` needs --http");
+    };
+    let token = args.token()?;
+    let settings = args.run.settings()?;
+    let bound = settings.shutdown_bound;
+    let mut signals = Signals::new()?;
+    let server = McpServer::shared(Arc::new(settings.clone()));
+    let run = server.run();
+    let options = HttpOptions {
+        addr,
+        token,
+        allow_hosts: args.allow_hosts.clone(),
+        max_body_bytes: args.max_body_bytes,
+    };
+    let http = HttpServer::start(server, options).await?;
+    let url = http.url();
+    tracing::info!(root = %settings.root.display(), surface = %settings.surface, approval = %settings.approval, %url, "serving over HTTP");
+    // The line a supervisor waits for, on its own (not a log line, whose format may change).
+    eprintln!("listening on {url}");
+    if let Some(file) = &args.ready_file {
+        write_ready_file(file, &url)?;
+    }
+    let signal = signals.next().await;
+    tracing::info!(signal, "ending the run");
+    end_run(&run, bound).await;
+    http.stop(Duration::from_secs(1)).await;
+    Ok(0)
+}
+
+/// Writes `url` to `file` whole or not at all (a reader polling for it never sees half).
+fn write_ready_file(file: &std::path::Path, url: &str) -> anyhow::Result<()> {
+    let mut partial = file.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    std::fs::write(&partial, format!("{url}\n"))
+        .and_then(|()| std::fs::rename(&partial, file))
+        .with_context(|| format!("cannot write the ready file {}", file.display()))
+}
+
 /// A description's first sentence, whole: its first paragraph joined (doc comments wrap
 /// mid-sentence), up to the first full stop that ends a sentence.
 fn summary(description: &str) -> String {
@@ -255,8 +370,9 @@ fn summary(description: &str) -> String {
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
+        Command::Serve(args) if args.http.is_some() => serve_http(args).await,
         Command::Serve(args) => {
-            let settings = args.settings()?;
+            let settings = args.run.settings()?;
             let bound = settings.shutdown_bound;
             tracing::info!(root = %settings.root.display(), surface = %settings.surface, approval = %settings.approval, "serving over stdio");
             let server = McpServer::new(Arc::new(settings));

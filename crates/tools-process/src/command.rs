@@ -11,6 +11,10 @@ use std::time::Duration;
 use crate::child::{Child, Leader, ProcessGroup};
 use crate::{Error, Result, StderrTail};
 
+/// The environment variable `serve --http` may take its bearer token from; it is removed
+/// from every child's environment.
+pub const TOKEN_ENV: &str = "AGENT_TOOLS_TOKEN";
+
 /// How long a child gets between SIGTERM and SIGKILL unless its command says otherwise.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 
@@ -230,7 +234,10 @@ impl Command {
             .stdout(stdio(&self.stdout))
             .stderr(stdio(&self.stderr))
             .kill_on_drop(true)
-            .process_group(0);
+            .process_group(0)
+            // The server's bearer token is the server's: no child (a kernel's cell, a worker)
+            // reads it from its environment.
+            .env_remove(TOKEN_ENV);
         for change in &self.env {
             match change {
                 EnvChange::Set(key, value) => command.env(key, value),

@@ -31,7 +31,7 @@ mod tail;
 
 pub use crate::{
     child::{Child, ChildParts, Leader, ProcessGroup, Termination},
-    command::{Command, DEFAULT_GRACE, Input, Output, Sandbox},
+    command::{Command, DEFAULT_GRACE, Input, Output, Sandbox, TOKEN_ENV},
     contain::{Containment, NO_CONTAINMENT_ENV, containment},
     error::{Error, Result},
     files::{read_regular, read_regular_with_metadata, special_kind},

@@ -10,6 +10,7 @@
 mod available;
 mod fake;
 mod fixture;
+pub mod http;
 pub mod mcp;
 mod snapshot;
 mod transcript;

@@ -3,14 +3,35 @@
 // SDK's 2025-11-25 tasks: callToolStream, getTask, listTasks, cancelTask; and a plain long
 // call from a client that names the tasks extension at initialize.
 //
-// Usage: node typescript_sdk.mjs AGENT_TOOLS_BINARY WORKSPACE
+// Usage: node typescript_sdk.mjs AGENT_TOOLS_BINARY WORKSPACE            (stdio: it starts serve)
+//        node typescript_sdk.mjs --http URL WORKSPACE                   (a running serve --http,
+//                                                                        token in AGENT_TOOLS_TOKEN)
 // Prints one JSON line per check: {"check": NAME, "ok": true|false, "detail": ...}, and
 // exits 1 when any failed. The SDK is resolved from NODE_PATH (.tools/node/node_modules).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const [binary, root] = process.argv.slice(2);
+const [binary, root] = process.argv.slice(2).filter((arg) => arg !== '--http');
+const http = process.argv.includes('--http');
+// Over HTTP both clients reach the one run of the server the test started (its approval is
+// `ask`); over stdio each starts its own `serve` with the approval it names.
+function transport(approval) {
+  if (http) {
+    return new StreamableHTTPClientTransport(new URL(binary), {
+      requestInit: { headers: { Authorization: `Bearer ${process.env.AGENT_TOOLS_TOKEN}` } },
+    });
+  }
+  return new StdioClientTransport({
+    command: binary,
+    args: ['serve', '--root', root, '--approval', approval],
+    // The whole environment (the SDK passes only a safe few by default): the test marks the
+    // server's processes through it.
+    env: { ...process.env },
+    stderr: 'ignore',
+  });
+}
 let failed = 0;
 function check(name, ok, detail) {
   if (!ok) failed += 1;
@@ -35,15 +56,7 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
   cards.push(request.params.message);
   return { action: 'accept', content: { decision: 'allow' } };
 });
-const transport = new StdioClientTransport({
-  command: binary,
-  args: ['serve', '--root', root, '--approval', 'ask'],
-  // The whole environment (the SDK passes only a safe few by default): the test marks the
-  // server's processes through it.
-  env: { ...process.env },
-  stderr: 'ignore',
-});
-await client.connect(transport);
+await client.connect(transport('ask'));
 
 try {
   const { tools } = await client.listTools();
@@ -60,6 +73,12 @@ try {
   check('ast_grep', !search.isError && text(search).includes('app.py:'), text(search));
   const cell = await client.callTool({ name: 'eval', arguments: { language: 'python', code: '6 * 7', description: 'multiply two numbers to check the kernel' } });
   check('eval', !cell.isError && text(cell).includes('42'), text(cell));
+  const diagnostics = await client.callTool({ name: 'lsp', arguments: { operation: 'diagnostics', path: 'app.py' } });
+  check(
+    'lsp diagnostics (basedpyright)',
+    !diagnostics.isError && text(diagnostics).includes('app.py') && diagnostics.structuredContent,
+    text(diagnostics),
+  );
 
   const write = await client.callTool({ name: 'write', arguments: { path: 'new.txt', content: 'hello\n' } });
   check('write under an approval card', !write.isError && cards.some((c) => c.includes('`write`')), { text: text(write), cards });
@@ -109,14 +128,13 @@ try {
   // makes a plain callTool of a long cell: on 2025-11-25 it gets the result, not a task.
   const named = new Client(
     { name: 'typescript-sdk-extension', version: '1.0.0' },
-    { capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+    { capabilities: { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/tasks': {} } } },
   );
-  await named.connect(new StdioClientTransport({
-    command: binary,
-    args: ['serve', '--root', root, '--approval', 'allow'],
-    env: { ...process.env },
-    stderr: 'ignore',
-  }));
+  named.setRequestHandler(ElicitRequestSchema, async (request) => {
+    cards.push(request.params.message);
+    return { action: 'accept', content: { decision: 'allow' } };
+  });
+  await named.connect(transport('allow'));
   try {
     const long = await named.callTool({ name: 'eval', arguments: { language: 'python', code: 'import time\ntime.sleep(2.5)\n"slept"', description: 'sleep past the task grace and say so' } });
     check('a long plain callTool with the extension named answers with its result', !long.isError && text(long).includes('slept') && long.structuredContent, text(long));

@@ -11,6 +11,7 @@ mod clients;
 mod debug;
 mod eval;
 mod fuzz;
+mod http;
 mod lifecycle;
 mod lsp;
 mod mcp;
