@@ -1,11 +1,12 @@
 //! Project automation: `cargo xtask codegen [--check]`, `cargo xtask setup`, `cargo xtask ci`,
-//! `cargo xtask tidy`, `cargo xtask truth` and
+//! `cargo xtask tidy`, `cargo xtask truth`, `cargo xtask image` and
 //! `cargo xtask bench ast|lsp|diagnostics|eval|debug`.
 
 mod bench;
 mod ci;
 mod codegen;
 mod dist;
+mod image;
 mod tidy;
 mod truth;
 
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
         ["sdist-check"] => ci::sdist_installs(&project_root()),
         ["bench", what] => bench::run(what),
         ["truth", rest @ ..] => truth::run(rest),
+        ["image", rest @ ..] => image::run(rest),
         _ => {
             eprintln!(
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
                  cargo xtask dist                the release wheel and sdist of the Python package, measured\n  \
                  cargo xtask sdist-check         pip install the sdist (dev profile) and use it, as ci does\n  \
                  cargo xtask truth               diagnostics on write against the checkers, on real projects\n  \
+                 cargo xtask image               the container image (Containerfile), built from a Debian rootfs\n  \
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
                  cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace\n  \
                  cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes\n  \
