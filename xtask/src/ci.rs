@@ -27,6 +27,9 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("openai", "openai==3.63.0"),
     ("anthropic", "anthropic==2.17.0"),
     ("mypy", "mypy==2.4.1"),
+    // The Kubernetes manifests' schemas, offline (`cargo xtask container`): kubectl cannot
+    // check them without an API server.
+    ("kubernetes_validate", "kubernetes-validate==1.37.0"),
 ];
 
 /// The umbrella's family features, read from its manifest (every feature but `default`);
@@ -196,6 +199,11 @@ pub(crate) fn run() -> anyhow::Result<()> {
     // Diagnostics on write against the checkers' own answers, on real projects (LSP-6).
     eprintln!("\n$ cargo xtask truth");
     crate::truth::run(&[])?;
+    // The run in a real container (issue 38), with the dev binary the tests and the truth
+    // suite have built already: the release profile's fat LTO would add minutes, and what is
+    // tested here is the image around the binary.
+    eprintln!("\n$ cargo xtask container --profile dev");
+    crate::container::run(&["--profile", "dev"])?;
     Ok(())
 }
 
@@ -218,8 +226,9 @@ fn report_skips(log: &Path) {
 }
 
 /// `cargo xtask setup`: installs what the tests need (toolchain components, language servers,
-/// debug adapters, the Python and Node packages), each only when missing, without running
-/// anything; `cargo xtask ci` begins with it.
+/// debug adapters, the Python and Node packages, the container engine), each only when
+/// missing, and starts the container engine's daemon when none answers; `cargo xtask ci`
+/// begins with it.
 pub(crate) fn setup() -> anyhow::Result<()> {
     let root = crate::project_root();
     step(
@@ -234,7 +243,9 @@ pub(crate) fn setup() -> anyhow::Result<()> {
         ],
         &root,
     )?;
-    install_language_servers(&root)
+    install_language_servers(&root)?;
+    // The container test's engine: CI's machine starts no services of its own.
+    crate::image::ensure_daemon(&root)
 }
 
 /// Builds the Python wheel (dev profile: the release profile's fat LTO takes minutes), installs

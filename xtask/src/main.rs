@@ -1,10 +1,11 @@
 //! Project automation: `cargo xtask codegen [--check]`, `cargo xtask setup`, `cargo xtask ci`,
-//! `cargo xtask tidy`, `cargo xtask truth`, `cargo xtask image` and
+//! `cargo xtask tidy`, `cargo xtask truth`, `cargo xtask image`, `cargo xtask container` and
 //! `cargo xtask bench ast|lsp|diagnostics|eval|debug`.
 
 mod bench;
 mod ci;
 mod codegen;
+mod container;
 mod dist;
 mod image;
 mod tidy;
@@ -27,16 +28,18 @@ fn main() -> ExitCode {
         ["bench", what] => bench::run(what),
         ["truth", rest @ ..] => truth::run(rest),
         ["image", rest @ ..] => image::run(rest),
+        ["container", rest @ ..] => container::run(rest),
         _ => {
             eprintln!(
                 "usage:\n  cargo xtask codegen [--check]   write (or check) docs/tools and docs/schemas\n  \
-                 cargo xtask setup               install what the tests need, and nothing else\n  \
+                 cargo xtask setup               install what the tests need and start the container engine\n  \
                  cargo xtask ci                  install what the tests need, then run every check and test\n  \
                  cargo xtask tidy                every SPEC ID cited in code or a test name, each written out\n  \
                  cargo xtask dist                the release wheel and sdist of the Python package, measured\n  \
                  cargo xtask sdist-check         pip install the sdist (dev profile) and use it, as ci does\n  \
                  cargo xtask truth               diagnostics on write against the checkers, on real projects\n  \
                  cargo xtask image               the container image (Containerfile), built from a Debian rootfs\n  \
+                 cargo xtask container           serve --http in a real container, driven from the host, then stopped\n  \
                  cargo xtask bench ast           ast_grep against the ast-grep CLI on a real corpus\n  \
                  cargo xtask bench lsp           time rust-analyzer through the lsp tool on this workspace\n  \
                  cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes\n  \

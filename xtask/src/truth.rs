@@ -15,7 +15,7 @@
 //! before/after comparison); `--only NAME` runs one project.
 
 mod oracle;
-mod projects;
+pub(crate) mod projects;
 mod serve;
 
 use std::collections::{BTreeMap, BTreeSet};
