@@ -107,6 +107,7 @@ pub fn catalog() -> anyhow::Result<Registry> {
     let binding = Binding {
         root: &root,
         surface: Surface::Full,
+        sandbox: None,
         listing: true,
     };
     Ok(crate::bind_families(builder, &FamilyConfigs::default(), &binding)?.registry())
@@ -259,6 +260,7 @@ impl Settings {
         let binding = Binding {
             root: &root,
             surface: self.surface,
+            sandbox: self.sandbox.as_ref(),
             listing: false,
         };
         Ok(crate::bind_families(builder, &self.families, &binding)?.registry())
