@@ -119,6 +119,11 @@ impl Roster {
         if config.command(tier).is_empty() {
             return Err(Error::NoCommand { tier });
         }
+        // Refused before a worker is counted: its start would fail the same way, later, in
+        // its status instead of this answer.
+        if let Some(problem) = self.inner.sandbox.as_ref().and_then(Sandbox::refusal) {
+            return Err(Error::Sandbox(std::sync::Arc::clone(problem)));
+        }
         let id = {
             let mut spawned = self
                 .inner
