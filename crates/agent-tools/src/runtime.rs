@@ -213,10 +213,12 @@ impl Settings {
         if options.vibe {
             anyhow::bail!("this build has no vibe feature; rebuild with `--features vibe`");
         }
+        // Once per run, before any registry is built: a refused prefix is logged here and
+        // answered by every tool that would start a process (EVAL-9).
         settings.sandbox = settings
             .sandbox
             .take()
-            .map(|sandbox| checked_sandbox(sandbox, &settings.root));
+            .map(|sandbox| crate::sandbox::checked(sandbox, &settings.root));
         Ok(settings)
     }
 
@@ -269,25 +271,6 @@ impl Settings {
             listing: false,
         };
         Ok(crate::bind_families(builder, &self.families, &binding)?.registry())
-    }
-}
-
-/// The sandbox checked once, as the run begins (EVAL-9): it must start processes here and
-/// keep the workspace at its own path. A prefix that fails is not an error of the run: the run
-/// starts, the problem is logged now, and every tool that would start a process answers with
-/// it (the prefix is refused, so nothing starts through it or around it), while the tools that
-/// start none keep working. A model can then say what is wrong and still read and edit; a run
-/// that refused to start would leave it with no tools and no reason.
-fn checked_sandbox(sandbox: Sandbox, root: &std::path::Path) -> Sandbox {
-    match tools_process::probe_sandbox_blocking(&sandbox, root) {
-        Ok(()) => {
-            tracing::info!(sandbox = %sandbox.shown(), "every child starts inside the sandbox");
-            sandbox
-        }
-        Err(problem) => {
-            tracing::error!("{problem}");
-            sandbox.refuse(problem)
-        }
     }
 }
 

@@ -271,9 +271,9 @@ impl Debug {
                 let sandbox = context.run.sandbox.as_ref();
                 // The probes would start processes: with the sandbox refused as the run
                 // began, its own words are the answer (EVAL-9), not four unknown versions.
-                if let Some(problem) = sandbox.and_then(|sandbox| sandbox.refusal()) {
+                if let Some(refusal) = sandbox.and_then(|sandbox| sandbox.refusal()) {
                     return Err(ToolError::failed(format!(
-                        "cannot probe the debug adapters: {problem}"
+                        "cannot probe the debug adapters: {refusal}"
                     )));
                 }
                 let reports = futures::future::join_all(

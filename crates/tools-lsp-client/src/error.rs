@@ -53,11 +53,11 @@ pub enum Error {
     },
     /// The run's sandbox was refused when the run began (EVAL-9): no server starts through it
     /// or around it.
-    #[error("{server} cannot start: {problem}")]
+    #[error("{server} cannot start: {refusal}")]
     Sandbox {
         server: String,
         #[source]
-        problem: Arc<tools_process::SandboxProblem>,
+        refusal: Arc<tools_process::SandboxRefusal>,
     },
     /// A start was under way when the server was reloaded; the caller may ask again.
     #[error("{server} was reloaded while it was starting")]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use std::sync::Arc;
 
-use tools_process::{Command, RunLimits, Sandbox, SandboxProblem, SearchPath, run_to_end};
+use tools_process::{Command, RunLimits, Sandbox, SandboxRefusal, SearchPath, run_to_end};
 
 use tools_lsp_client::CheckerFormat;
 use tools_lsp_client::ServerSpec;
@@ -70,7 +70,7 @@ pub(crate) enum CheckerError {
     Timeout { command: String, seconds: u64 },
     /// The run's sandbox was refused as the run began (EVAL-9): its own words say why.
     #[error("{0}")]
-    Sandbox(#[source] Arc<SandboxProblem>),
+    Sandbox(#[source] Arc<SandboxRefusal>),
     #[error("cannot run `{command}` in {}: {source}", root.display())]
     Run {
         command: String,
@@ -123,8 +123,8 @@ pub(crate) async fn run(
     };
     let output = match run_to_end(&command, None, limits).await {
         Ok(output) => output,
-        Err(tools_process::Error::SandboxRefused { problem, .. }) => {
-            return Err(CheckerError::Sandbox(problem));
+        Err(tools_process::Error::SandboxRefused { refusal, .. }) => {
+            return Err(CheckerError::Sandbox(refusal));
         }
         Err(tools_process::Error::Timeout { .. }) => {
             return Err(CheckerError::Timeout {

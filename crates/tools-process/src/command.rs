@@ -224,10 +224,10 @@ impl Command {
         })?;
         // A sandbox found unusable when the run began: nothing starts, neither through it nor
         // around it, and the caller passes on the one problem found (EVAL-9).
-        if let Some(problem) = self.sandbox.as_ref().and_then(Sandbox::refusal) {
+        if let Some(refusal) = self.sandbox.as_ref().and_then(Sandbox::refusal) {
             return Err(Error::SandboxRefused {
                 program: self.program_name(),
-                problem: Arc::clone(problem),
+                refusal: Arc::clone(refusal),
             });
         }
         let argv = self.argv();

@@ -43,7 +43,7 @@ pub use crate::{
     registry::{LiveGroup, ShutdownReport, kill_reported, live_groups, shutdown_all},
     roots::{RootRule, SCAN_BUDGET, SCAN_DEPTH, SKIPPED_DIRS, marker_in, root_for, scan_roots},
     run::{RunLimits, RunOutput, run_to_end},
-    sandbox::{Sandbox, SandboxProblem, probe_sandbox, probe_sandbox_blocking},
+    sandbox::{Sandbox, SandboxProblem, SandboxRefusal, probe_sandbox, probe_sandbox_blocking},
     search::{PROJECT_TOOL_DIRS, SearchPath, Versioned, is_executable},
     tail::{StderrTail, TAIL_LINE_CHARS, TAIL_LINES},
 };

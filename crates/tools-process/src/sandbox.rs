@@ -17,7 +17,7 @@ use crate::{Command, Error, RunLimits, run_to_end};
 pub struct Sandbox {
     argv: Vec<String>,
     /// What [`probe_sandbox`] found wrong with it, once it was refused.
-    refused: Option<Arc<SandboxProblem>>,
+    refused: Option<Arc<SandboxRefusal>>,
 }
 
 impl Sandbox {
@@ -39,45 +39,38 @@ impl Sandbox {
         crate::command::shown_argv(&self.argv)
     }
 
-    /// The same prefix, refused for `problem`: every [`Command::spawn`] through it fails with
-    /// [`Error::SandboxRefused`] and starts nothing.
-    pub fn refuse(mut self, problem: SandboxProblem) -> Self {
-        self.refused = Some(Arc::new(problem));
+    /// The same prefix, refused for `problem`, with `advice` on what to do: every
+    /// [`Command::spawn`] through it fails with [`Error::SandboxRefused`] and starts nothing.
+    pub fn refuse(mut self, problem: SandboxProblem, advice: impl Into<String>) -> Self {
+        self.refused = Some(Arc::new(SandboxRefusal {
+            problem,
+            advice: advice.into(),
+        }));
         self
     }
 
     /// Why it was refused, if it was.
-    pub fn refusal(&self) -> Option<&Arc<SandboxProblem>> {
+    pub fn refusal(&self) -> Option<&Arc<SandboxRefusal>> {
         self.refused.as_ref()
     }
 }
 
-/// Why a sandbox prefix cannot be used for a run (EVAL-9). Each message names the prefix,
-/// says what was seen, and what the operator does about it; the model reads it too, in the
-/// answer of every tool that would start a process.
+/// Why a sandbox prefix cannot be used for a run (EVAL-9): what was run through it and what
+/// was seen, as data and as a technical sentence naming the prefix. What the operator does
+/// about it is the caller's to say ([`SandboxRefusal`]): it knows where the prefix came from.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SandboxProblem {
     /// The prefix could not be run at all (its program is missing), or did not end in time.
-    #[error(
-        "the sandbox `{prefix}` (the [sandbox] command) cannot be run: {source}; install it or \
-         correct the command, then restart the run{until}",
-        until = UNTIL_FIXED
-    )]
+    #[error("the sandbox `{prefix}` cannot be run: {source}")]
     CannotRun {
         prefix: String,
         #[source]
         source: Arc<Error>,
     },
-    /// It ran, and the trivial command through it failed: most often isolation that cannot
+    /// It ran, and a command through it failed: for `true`, most often isolation that cannot
     /// nest (bubblewrap inside a container without user namespaces).
     #[error(
-        "the sandbox `{prefix}` (the [sandbox] command) cannot start processes here: `{ran}` \
-         through it failed ({status}): {said}; if this is isolation that cannot nest \
-         (bubblewrap inside a container without user namespaces), run without [sandbox] when \
-         the container already isolates the run, or enable user namespaces (sysctl \
-         user.max_user_namespaces, and kernel.unprivileged_userns_clone where it exists), then \
-         restart the run{until}",
-        until = UNTIL_FIXED
+        "the sandbox `{prefix}` cannot start processes here: `{ran}` through it failed ({status}): {said}"
     )]
     Fails {
         prefix: String,
@@ -90,14 +83,9 @@ pub enum SandboxProblem {
     },
     /// The workspace is not at its own path inside the sandbox.
     #[error(
-        "the sandbox `{prefix}` (the [sandbox] command) maps paths differently from the host: \
-         the workspace root is {}, but {seen}; every path the tools report must be the same \
-         inside and outside, so bind the workspace at its own path (for bubblewrap, `--bind \
-         {} {}`), then restart the run{until}",
-        root.display(),
-        root.display(),
-        root.display(),
-        until = UNTIL_FIXED
+        "the sandbox `{prefix}` maps paths differently from the host: the workspace root is \
+         {}, but {seen}",
+        root.display()
     )]
     MapsPaths {
         prefix: String,
@@ -107,11 +95,16 @@ pub enum SandboxProblem {
     },
 }
 
-/// What every problem's message ends with: what happens until it is fixed, and who can fix it.
-const UNTIL_FIXED: &str = "; until then nothing starts through it or around it: every tool \
-    that starts a process (language servers, checkers, kernels, debug adapters, workers) \
-    answers with this message, and the file tools keep working — tell the person running \
-    agent-tools";
+/// A sandbox refused for a run: the problem found, and what to do about it, as the run says
+/// it. This is what every spawn through the refused prefix fails with.
+#[derive(Debug, thiserror::Error)]
+#[error("{problem}; {advice}")]
+pub struct SandboxRefusal {
+    #[source]
+    pub problem: SandboxProblem,
+    /// What the operator does about it, and what the tools do meanwhile.
+    pub advice: String,
+}
 
 /// How long one run through the prefix may take: a container's `exec` takes a second, a
 /// bubblewrap milliseconds.

@@ -121,8 +121,8 @@ impl Roster {
         }
         // Refused before a worker is counted: its start would fail the same way, later, in
         // its status instead of this answer.
-        if let Some(problem) = self.inner.sandbox.as_ref().and_then(Sandbox::refusal) {
-            return Err(Error::Sandbox(std::sync::Arc::clone(problem)));
+        if let Some(refusal) = self.inner.sandbox.as_ref().and_then(Sandbox::refusal) {
+            return Err(Error::Sandbox(std::sync::Arc::clone(refusal)));
         }
         let id = {
             let mut spawned = self

@@ -328,9 +328,9 @@ async fn start(
     // A sandbox refused as the run began: the server cannot start here, and every call says
     // why in the words of the sandbox check rather than in a probe's or a spawn's.
     let binary = match sandbox.and_then(|sandbox| sandbox.refusal()) {
-        Some(problem) => Err(Error::Sandbox {
+        Some(refusal) => Err(Error::Sandbox {
             server: spec.name.clone(),
-            problem: Arc::clone(problem),
+            refusal: Arc::clone(refusal),
         }),
         None => Ok(resolve_binary(&spec, &search, &root, sandbox).await),
     };

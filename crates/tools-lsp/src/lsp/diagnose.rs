@@ -90,9 +90,9 @@ impl Lsp {
         let context = self.supervisor.client().context();
         // A sandbox refused as the run began: no checker can run, said once in its words
         // (EVAL-9), not once per root nor as a checker that was not found.
-        if let Some(problem) = context.sandbox.as_ref().and_then(|s| s.refusal()) {
+        if let Some(refusal) = context.sandbox.as_ref().and_then(|s| s.refusal()) {
             return Err(ToolError::failed(format!(
-                "no project checker can run here: {problem}"
+                "no project checker can run here: {refusal}"
             )));
         }
         let mut runs = Vec::new();

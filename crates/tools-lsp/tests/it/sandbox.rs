@@ -146,7 +146,8 @@ fn eval_9_a_refused_sandbox_starts_no_server_and_no_checker_and_says_why() {
         status: "exit status: 1".into(),
         said: "bwrap: setting up uid map: Permission denied".into(),
     };
-    let sandbox = Sandbox::new(vec![script.display().to_string(), "bwrap".into()]).refuse(problem);
+    let sandbox = Sandbox::new(vec![script.display().to_string(), "bwrap".into()])
+        .refuse(problem, "run without [sandbox], then restart the run");
     let fx = Fixture::temp_in_sandbox(PROJECT, only("basedpyright", Default::default()), sandbox);
     run(async {
         let mut t = fx.scenario();
