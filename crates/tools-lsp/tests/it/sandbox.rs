@@ -155,6 +155,7 @@ fn eval_9_a_refused_sandbox_starts_no_server_and_no_checker_and_says_why() {
             .await;
         t.lsp(json!({"operation": "diagnostics", "path": "*"}))
             .await;
+        t.lsp(json!({"operation": "status"})).await;
         assert_transcript!(t);
     });
     assert_eq!(recorded(&record), Vec::<String>::new());
