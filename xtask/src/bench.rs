@@ -1,9 +1,10 @@
-//! `cargo xtask bench ast|lsp|diagnostics|eval|debug|tokens`: each family's benchmark against its peer, in one run.
+//! `cargo xtask bench ast|lsp|diagnostics|eval|debug|http|tokens`: each family's benchmark against its peer, in one run.
 
 mod ast;
 mod debug;
 mod diagnostics;
 mod eval;
+mod http;
 pub(crate) mod lsp;
 mod tokens;
 
@@ -18,9 +19,10 @@ pub(crate) fn run(what: &str) -> anyhow::Result<()> {
         "diagnostics" => diagnostics::run(),
         "eval" => eval::run(),
         "debug" => debug::run(),
+        "http" => http::run(),
         "tokens" => tokens::run(),
         _ => bail!(
-            "unknown benchmark `{what}`: the benchmarks are ast, lsp, diagnostics, eval, debug and tokens"
+            "unknown benchmark `{what}`: the benchmarks are ast, lsp, diagnostics, eval, debug, http and tokens"
         ),
     }
 }

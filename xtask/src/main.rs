@@ -1,6 +1,6 @@
 //! Project automation: `cargo xtask codegen [--check]`, `cargo xtask setup`, `cargo xtask ci`,
 //! `cargo xtask tidy`, `cargo xtask truth`, `cargo xtask image`, `cargo xtask container` and
-//! `cargo xtask bench ast|lsp|diagnostics|eval|debug`.
+//! `cargo xtask bench ast|lsp|diagnostics|eval|debug|http|tokens`.
 
 mod bench;
 mod ci;
@@ -45,6 +45,7 @@ fn main() -> ExitCode {
                  cargo xtask bench diagnostics   diagnostics on write against the servers' own publishes\n  \
                  cargo xtask bench eval          eval's kernels against ipykernel: start and round trip\n  \
                  cargo xtask bench debug         the debug tool against a direct DAP client (debugpy, lldb-dap)\n  \
+                 cargo xtask bench http          serve --http against serve on stdio: a call's round trip\n  \
                  cargo xtask bench tokens        what tools/list costs a model, per tool, in o200k tokens"
             );
             return ExitCode::from(2);

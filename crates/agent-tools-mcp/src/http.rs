@@ -20,6 +20,7 @@
 
 mod guard;
 mod rewrite;
+mod sessions;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -41,6 +43,7 @@ use tokio_util::task::TaskTracker;
 use self::guard::{Guard, Refusal};
 pub use self::guard::{Token, TokenError};
 use self::rewrite::Body;
+use self::sessions::Sessions;
 use crate::McpServer;
 
 /// The largest request body taken unless the server is told otherwise: a `write` of a large
@@ -101,6 +104,7 @@ struct State {
     service: StreamableHttpService<McpServer, LocalSessionManager>,
     guard: Guard,
     max_body_bytes: usize,
+    sessions: Sessions,
 }
 
 impl HttpServer {
@@ -124,15 +128,19 @@ impl HttpServer {
             .with_json_response(true)
             .with_max_request_body_bytes(options.max_body_bytes)
             .with_cancellation_token(stop.child_token());
-        let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        // Idle sessions are ended by `sessions`, which counts a stream a client waits on as
+        // activity; rmcp's own timer would end a long call that is silent for 5 minutes.
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = None;
+        let manager = Arc::new(manager);
+        let sessions = Sessions::default();
+        tokio::spawn(sessions.clone().sweep(Arc::clone(&manager), stop.clone()));
+        let service = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
         let state = Arc::new(State {
             service,
             guard: Guard::new(local, &options.allow_hosts, options.token),
             max_body_bytes: options.max_body_bytes,
+            sessions,
         });
         let connections = TaskTracker::new();
         tokio::spawn(accept(listener, state, stop.clone(), connections.clone()));
@@ -292,16 +300,48 @@ impl State {
         }
     }
 
-    /// Hands `request` to rmcp's service.
+    /// Hands `request` to rmcp's service; a session's answer counts as its activity while
+    /// its stream is open.
     async fn forward<B>(&self, request: Request<B>) -> Response<Body>
     where
         B: hyper::body::Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
+        let asked = session_of(request.headers());
+        let deleting = request.method() == Method::DELETE;
+        let early = asked.as_deref().map(|id| self.sessions.open(id));
         let mut service = self.service.clone();
         let Ok(response) = tower_service::Service::call(&mut service, request).await;
-        response
+        if deleting {
+            if let Some(id) = &asked {
+                self.sessions.ended(id);
+            }
+            return response;
+        }
+        // An `initialize` answer names the session it opened.
+        let Some(open) =
+            early.or_else(|| session_of(response.headers()).map(|id| self.sessions.open(&id)))
+        else {
+            return response;
+        };
+        let (parts, body) = response.into_parts();
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _open = &open;
+            chunk.map(hyper::body::Frame::data)
+        });
+        Response::from_parts(
+            parts,
+            BodyExt::boxed(http_body_util::StreamBody::new(stream)),
+        )
     }
+}
+
+/// The `Mcp-Session-Id` a request or an answer carries.
+fn session_of(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// `GET /healthz`: the server is up, and which version it is.

@@ -6,6 +6,8 @@
 //! (`python/agent_tools/__init__.py`) turns it into dicts, so this side knows no Python types
 //! beyond strings, bytes and tuples.
 
+mod definitions;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -19,7 +21,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use tokio_util::sync::CancellationToken;
 use tools_core::{
     Answer, ApprovalPolicy, CallOptions, Card, CardKind, Dispatcher, Progress, ProgressSink,
-    QuestionPort, Surface, ToolCall, ToolSpec,
+    QuestionPort, Surface, ToolCall,
 };
 
 /// The one runtime every run of this process shares; its worker threads live as long as the
@@ -160,18 +162,15 @@ impl NativeRun {
     /// The tools in the shape `format` takes, as a JSON array; `strict`: OpenAI's strict mode.
     #[pyo3(signature = (format, strict=false))]
     fn tool_definitions(&self, format: &str, strict: bool) -> PyResult<String> {
-        if strict && !format.starts_with("openai") {
-            return Err(PyValueError::new_err(format!(
-                "strict=True is OpenAI's strict mode, for format \"openai\" or \"openai-responses\", \
-                 not {format:?}; leave strict out for {format:?}"
-            )));
-        }
         let dispatcher = self.dispatcher()?;
-        let definitions = dispatcher
+        // Made from the tools as MCP lists them, as a remote run's are (`tool_definitions`).
+        let listed = dispatcher
             .tools()
             .into_iter()
-            .map(|spec| definition(spec, format, strict))
-            .collect::<PyResult<Vec<_>>>()?;
+            .map(|spec| serde_json::to_value(agent_tools::mcp_tool(spec)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| PyRuntimeError::new_err(error.to_string()))?;
+        let definitions = definitions::definitions(&listed, format, strict)?;
         serde_json::to_string(&definitions)
             .map_err(|error| PyRuntimeError::new_err(error.to_string()))
     }
@@ -335,50 +334,6 @@ fn end_run(runtime: &tokio::runtime::Runtime, dispatcher: &Dispatcher, bound: Du
     });
 }
 
-/// A tool definition in the shape an API takes; `strict` (OpenAI's formats only) gives the
-/// schema in strict mode's form and says so.
-fn definition(spec: &ToolSpec, format: &str, strict: bool) -> PyResult<serde_json::Value> {
-    use serde_json::json;
-    let parameters = match strict {
-        true => serde_json::Value::Object(tools_core::strict_schema(&spec.input_schema)),
-        false => serde_json::Value::Object(spec.input_schema.clone()),
-    };
-    match format {
-        // Chat Completions' `tools` entries; `strict` only when asked for.
-        "openai" => {
-            let mut function = json!({
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": parameters,
-            });
-            if strict {
-                function["strict"] = json!(true);
-            }
-            Ok(json!({"type": "function", "function": function}))
-        }
-        // The Responses API's function tools, where `strict` is a required field.
-        "openai-responses" => Ok(json!({
-            "type": "function",
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": parameters,
-            "strict": strict,
-        })),
-        // The Messages API's client tools.
-        "anthropic" => Ok(json!({
-            "name": spec.name,
-            "description": spec.description,
-            "input_schema": parameters,
-        })),
-        // What `tools/list` answers over MCP, annotations included.
-        "mcp" => serde_json::to_value(agent_tools::mcp_tool(spec))
-            .map_err(|error| PyRuntimeError::new_err(error.to_string())),
-        other => Err(PyValueError::new_err(format!(
-            "unknown format {other:?}: use \"openai\", \"openai-responses\", \"anthropic\" or \"mcp\""
-        ))),
-    }
-}
-
 /// A question port that asks a Python callable. The callable is the Python half's adapter: it
 /// receives the card as a dict and returns `("answered", [labels], text | None)`,
 /// `("skipped",)`, `("declined",)` or `("cancelled",)`.
@@ -449,6 +404,20 @@ fn card_dict<'py>(py: Python<'py>, card: &Card) -> PyResult<Bound<'py, PyDict>> 
     Ok(dict)
 }
 
+/// Tools as an MCP server's `tools/list` lists them (a JSON array), in the shape `format`
+/// takes, as a JSON array: what `agent_tools.connect` hands out, made as a local run's are.
+#[pyfunction]
+#[pyo3(signature = (tools, format, strict=false))]
+fn tool_definitions(tools: &str, format: &str, strict: bool) -> PyResult<String> {
+    let tools: Vec<serde_json::Value> = serde_json::from_str(tools).map_err(|error| {
+        PyValueError::new_err(format!(
+            "the tools are not a JSON array of MCP tools: {error}"
+        ))
+    })?;
+    let definitions = definitions::definitions(&tools, format, strict)?;
+    serde_json::to_string(&definitions).map_err(|error| PyRuntimeError::new_err(error.to_string()))
+}
+
 /// The `agent-tools` command line, run with `sys.argv`; returns its exit status.
 #[pyfunction]
 fn main(py: Python<'_>) -> PyResult<u8> {
@@ -472,6 +441,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeRun>()?;
     module.add_class::<Cancel>()?;
     module.add_function(wrap_pyfunction!(main, module)?)?;
+    module.add_function(wrap_pyfunction!(tool_definitions, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

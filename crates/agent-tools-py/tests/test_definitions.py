@@ -62,7 +62,7 @@ def test_a_refused_write_tells_python_how_to_allow_it(workspace):
 LOOP = '''
 from anthropic import Anthropic
 from openai import OpenAI
-from agent_tools import Run
+from agent_tools import Run, connect
 
 with Run(".", approval="allow") as run:
     reply = Anthropic().messages.create(
@@ -79,6 +79,20 @@ with Run(".", approval="allow") as run:
     response = OpenAI().responses.create(
         model="gpt-5",
         tools=run.tool_definitions("openai-responses"),
+        input="Read README.md",
+    )
+
+# A run served by `agent-tools serve --http` hands out the same types.
+with connect("http://127.0.0.1:8765/mcp") as remote:
+    Anthropic().messages.create(
+        model="claude-sonnet-4-5",
+        max_tokens=1024,
+        tools=remote.tool_definitions("anthropic"),
+        messages=[{"role": "user", "content": "Read README.md"}],
+    )
+    OpenAI().responses.create(
+        model="gpt-5",
+        tools=remote.tool_definitions("openai-responses", strict=True),
         input="Read README.md",
     )
 '''

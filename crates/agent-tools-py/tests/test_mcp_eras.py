@@ -1,4 +1,6 @@
-"""`agent-tools serve` to the MCP Python SDK client in both protocol eras (PROD-2).
+"""`agent-tools serve` to the MCP Python SDK client in both protocol eras (PROD-2), over
+both transports: every test runs over stdio and over Streamable HTTP (`serve --http`, the
+SDK's `streamable_http_client` with the bearer token).
 
 2025-11-25 (`mode="legacy"`): a session, cards as server-initiated elicitation requests.
 2026-07-28 (`mode="auto"`, which discovers): self-contained requests, cards as
@@ -13,7 +15,10 @@ import asyncio
 import contextlib
 import functools
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +29,9 @@ from conftest import CLIENT_CALLS, check_client_answers, client_project, wait_go
 
 COMMAND = Path(sys.executable).parent / "agent-tools"
 ERAS = ["legacy", "auto"]
+TOKEN = "pytest-token-0123456789abcdefghij"
+# The transport the current test runs over (see the `transport` fixture).
+TRANSPORT = "stdio"
 TASKS = "io.modelcontextprotocol/tasks"
 QUESTION = {
     "question": "Which database?",
@@ -67,22 +75,76 @@ def sdk():
     return types, Client, StdioServerParameters, CreatedTask, Raw, Tasks, TypeAdapter(dict[str, Any])
 
 
+@pytest.fixture(autouse=True, params=["stdio", "http"])
+def transport(request, monkeypatch):
+    """Runs each test over stdio and again over Streamable HTTP."""
+    monkeypatch.setattr(sys.modules[__name__], "TRANSPORT", request.param)
+    return request.param
+
+
+@contextlib.contextmanager
+def served_over_http(workspace, mark, *args, log: Path | None = None, env: dict[str, str] | None = None):
+    """`agent-tools serve --http 127.0.0.1:0 …` with the token in its environment: its URL,
+    until the block ends and SIGTERM ends the run."""
+    with tempfile.TemporaryDirectory() as scratch:
+        ready = Path(scratch) / "ready"
+        stderr = open(log or Path(scratch) / "stderr", "w")
+        server = subprocess.Popen(
+            [str(COMMAND), "serve", "--http", "127.0.0.1:0", "--root", str(workspace), "--ready-file", str(ready), *args],
+            env={"PATH": "/usr/bin:/bin", "AGENT_TOOLS_TEST_MARK": mark, "AGENT_TOOLS_TOKEN": TOKEN, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not ready.exists():
+                assert server.poll() is None, f"serve --http exited with {server.returncode}"
+                assert time.monotonic() < deadline, "serve --http was not ready in 30 s"
+                time.sleep(0.02)
+            yield ready.read_text().strip()
+        finally:
+            server.terminate()
+            server.wait(30)
+            stderr.close()
+
+
 @contextlib.asynccontextmanager
 async def connect(era, workspace, mark, *args, elicit=None, tasks=False, **client_options):
     types, Client, StdioServerParameters, _, _, Tasks, _ = sdk()
-    server = StdioServerParameters(
-        command=str(COMMAND),
-        args=["serve", "--root", str(workspace), *args],
-        env={"PATH": "/usr/bin:/bin", "AGENT_TOOLS_TEST_MARK": mark},
-    )
     options: dict[str, Any] = {"mode": era, "cache": None, "read_timeout_seconds": 60}
     if elicit is not None:
         options["elicitation_callback"] = elicit
     if tasks:
         options["extensions"] = [Tasks()]
     options.update(client_options)
+    expected = "2025-11-25" if era == "legacy" else "2026-07-28"
+    if TRANSPORT == "http":
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        async def name_the_task(request):
+            # The SDK has no tasks client: the tests send `tasks/*` as raw requests, and on
+            # 2026-07-28 a request names its target in `Mcp-Name`, as a tasks client would.
+            if request.method == "POST" and "mcp-name" not in request.headers:
+                body = json.loads(request.content or b"{}")
+                task = (body.get("params") or {}).get("taskId")
+                if str(body.get("method", "")).startswith("tasks/") and task:
+                    request.headers["Mcp-Name"] = task
+
+        with served_over_http(workspace, mark, *args) as url:
+            http = httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60, event_hooks={"request": [name_the_task]}
+            )
+            async with Client(streamable_http_client(url, http_client=http), **options) as client:
+                assert client.protocol_version == expected, client.protocol_version
+                yield client
+        return
+    server = StdioServerParameters(
+        command=str(COMMAND),
+        args=["serve", "--root", str(workspace), *args],
+        env={"PATH": "/usr/bin:/bin", "AGENT_TOOLS_TEST_MARK": mark},
+    )
     async with Client(server, **options) as client:
-        expected = "2025-11-25" if era == "legacy" else "2026-07-28"
         assert client.protocol_version == expected, client.protocol_version
         yield client
 
@@ -402,4 +464,39 @@ def test_progress_reaches_a_client_that_gave_a_token(era, workspace, mark):
     result = run(session())
     assert not result.is_error, text(result)
     assert any("tick" in message for message in messages), messages
+    assert wait_gone(mark) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_no_token_or_card_answer_reaches_the_log_even_at_trace(era, workspace, mark, tmp_path, transport):
+    """Over HTTP the log is the operator's: at the most verbose level it still holds neither
+    the bearer token nor what the person answered on a card."""
+    if transport != "http":
+        pytest.skip("the token and the log under test are those of serve --http")
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    types, Client = sdk()[0], sdk()[1]
+    secret = "answer-" + os.urandom(8).hex()
+    answer, _ = person({"selected": "Postgres", "answer": secret}, {"decision": "allow"})
+    log = tmp_path / "serve.log"
+
+    async def session(url):
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+        async with Client(
+            streamable_http_client(url, http_client=http), mode=era, elicitation_callback=answer, read_timeout_seconds=60
+        ) as client:
+            answered = await client.call_tool("ask_user", QUESTION)
+            written = await client.call_tool("write", {"path": "notes.txt", "content": secret})
+            return answered, written
+
+    with served_over_http(workspace, mark, log=log, env={"AGENT_TOOLS_LOG": "trace"}) as url:
+        answered, written = run(session(url))
+    assert secret in text(answered)
+    assert not written.is_error, text(written)
+    logged = log.read_text()
+    # The log is at its most verbose (the write's report logs at debug).
+    assert " DEBUG " in logged, logged
+    assert TOKEN not in logged
+    assert secret not in logged
     assert wait_gone(mark) == []

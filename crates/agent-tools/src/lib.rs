@@ -11,6 +11,7 @@ pub mod cli;
 mod config;
 mod families;
 mod runtime;
+mod sandbox;
 mod terminal;
 
 pub use crate::{

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use tools_process::Sandbox;
 
 use tools_core::{
     ApprovalPolicy, Binding, Dispatcher, DispatcherOptions, Family, NoHuman, QuestionPort,
@@ -21,7 +22,7 @@ pub struct RunBuilder {
     workspace: Workspace,
     questions: Option<Arc<Questions>>,
     conversation: Option<String>,
-    sandbox: Option<Vec<String>>,
+    sandbox: Option<Sandbox>,
     /// The families bound so far, by name, each ready to register its tools over its
     /// resource.
     families: BTreeMap<&'static str, BoundFamily>,
@@ -69,8 +70,8 @@ impl RunBuilder {
     }
 
     /// Starts the run's processes through a sandbox command prefix (EVAL-9).
-    pub fn with_sandbox(mut self, prefix: Option<Vec<String>>) -> Self {
-        self.sandbox = prefix;
+    pub fn with_sandbox(mut self, sandbox: Option<Sandbox>) -> Self {
+        self.sandbox = sandbox;
         self
     }
 
@@ -106,6 +107,7 @@ pub fn catalog() -> anyhow::Result<Registry> {
     let binding = Binding {
         root: &root,
         surface: Surface::Full,
+        sandbox: None,
         listing: true,
     };
     Ok(crate::bind_families(builder, &FamilyConfigs::default(), &binding)?.registry())
@@ -146,8 +148,9 @@ pub struct Settings {
     pub cancel_grace: Duration,
     /// How long ending the run may take before what is left is killed.
     pub shutdown_bound: Duration,
-    /// The sandbox prefix processes start through (EVAL-9), if any.
-    pub sandbox: Option<Vec<String>>,
+    /// The sandbox prefix processes start through (EVAL-9), if any; refused when the check
+    /// as the run began found it unusable ([`Settings::load`]).
+    pub sandbox: Option<Sandbox>,
     /// How the operator allows write and exec calls, for refusals to say.
     pub how_to_allow: String,
     /// Each built-in family's config table (`[lsp]`, `[eval]`, …), parsed and checked.
@@ -171,7 +174,9 @@ impl Settings {
             max_output_bytes: config.output.max_bytes,
             cancel_grace: config.run.cancel_grace()?,
             shutdown_bound: config.run.shutdown()?,
-            sandbox: Some(config.sandbox.command.clone()).filter(|argv| !argv.is_empty()),
+            sandbox: Some(config.sandbox.command.clone())
+                .filter(|argv| !argv.is_empty())
+                .map(Sandbox::new),
             how_to_allow: tools_core::ALLOW_WITH_FLAG.to_owned(),
             families: config.families.clone(),
         })
@@ -208,6 +213,12 @@ impl Settings {
         if options.vibe {
             anyhow::bail!("this build has no vibe feature; rebuild with `--features vibe`");
         }
+        // Once per run, before any registry is built: a refused prefix is logged here and
+        // answered by every tool that would start a process (EVAL-9).
+        settings.sandbox = settings
+            .sandbox
+            .take()
+            .map(|sandbox| crate::sandbox::checked(sandbox, &settings.root));
         Ok(settings)
     }
 
@@ -256,6 +267,7 @@ impl Settings {
         let binding = Binding {
             root: &root,
             surface: self.surface,
+            sandbox: self.sandbox.as_ref(),
             listing: false,
         };
         Ok(crate::bind_families(builder, &self.families, &binding)?.registry())

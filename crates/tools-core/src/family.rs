@@ -8,6 +8,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use tools_process::Sandbox;
+
 use crate::{RegistryBuilder, Surface};
 
 /// Why a family could not be bound from its configuration (a server table that does not
@@ -21,6 +23,9 @@ pub struct Binding<'a> {
     pub root: &'a Path,
     /// The run's surface (workers get at most this).
     pub surface: Surface,
+    /// The run's sandbox (EVAL-9), for a family that builds what starts processes before the
+    /// run exists (the language servers' supervisor); the same as the run's own.
+    pub sandbox: Option<&'a Sandbox>,
     /// The run is built only to list every tool it could have (the generated docs): a
     /// family that is off unless configured binds anyway, and nothing may be held or
     /// started.

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use tools_process::Sandbox;
 
 use crate::{AnyTool, Lane, Questions, Tier, Tool, Workspace, Wrapper};
 
@@ -22,8 +23,9 @@ pub struct Run {
     /// workers are keyed by it (DBG-1, DBG-4).
     pub conversation: String,
     /// The command line prefix that runs a program inside the conversation's sandbox, when it
-    /// has one (EVAL-9); processes of the run are started through it.
-    pub sandbox: Option<Vec<String>>,
+    /// has one (EVAL-9); every process of the run is started through it. A prefix found
+    /// unusable as the run began is refused, so each spawn through it fails saying why.
+    pub sandbox: Option<Sandbox>,
     shutdowns: Mutex<Vec<(String, Arc<dyn Shutdown>)>>,
 }
 
@@ -59,9 +61,9 @@ impl Run {
         self
     }
 
-    /// The same run, starting its processes through `prefix` (EVAL-9).
-    pub fn with_sandbox(mut self, prefix: Option<Vec<String>>) -> Self {
-        self.sandbox = prefix.filter(|argv| !argv.is_empty());
+    /// The same run, starting its processes through `sandbox` (EVAL-9).
+    pub fn with_sandbox(mut self, sandbox: Option<Sandbox>) -> Self {
+        self.sandbox = sandbox.filter(|sandbox| !sandbox.argv().is_empty());
         self
     }
 

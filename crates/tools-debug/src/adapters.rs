@@ -8,7 +8,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{ToolError, Workspace};
-use tools_process::{Command, RootRule, RunLimits, SearchPath, run_to_end};
+use tools_process::{Command, RootRule, RunLimits, Sandbox, SearchPath, run_to_end};
 
 /// A debug adapter we know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -212,11 +212,13 @@ struct CannotImport {
 }
 
 /// Asks a binary its version; for debugpy, asks the interpreter for debugpy's, which also
-/// proves it can import it.
+/// proves it can import it. It runs inside the run's `sandbox`, as the adapter will (EVAL-9):
+/// the binary may be the project's own.
 async fn probe(
     adapter: AdapterId,
     binary: &Path,
     cwd: &Path,
+    sandbox: Option<&Sandbox>,
 ) -> Result<Option<String>, CannotImport> {
     let argv: Vec<&str> = match adapter {
         AdapterId::Debugpy => vec![
@@ -226,7 +228,9 @@ async fn probe(
         AdapterId::Delve => vec!["version"],
         AdapterId::Lldb | AdapterId::Dart => vec!["--version"],
     };
-    let command = Command::new(binary, cwd).args(argv);
+    let command = Command::new(binary, cwd)
+        .args(argv)
+        .sandbox(sandbox.cloned());
     match run_to_end(&command, None, PROBE).await {
         Ok(output) if output.status.success() => Ok(output
             .stdout_text()
@@ -246,8 +250,12 @@ async fn probe(
     }
 }
 
-/// Reports on one adapter for `adapters`, probing its binary.
-pub(crate) async fn report(adapter: AdapterId, workspace: &Workspace) -> AdapterReport {
+/// Reports on one adapter for `adapters`, probing its binary inside the run's `sandbox`.
+pub(crate) async fn report(
+    adapter: AdapterId,
+    workspace: &Workspace,
+    sandbox: Option<&Sandbox>,
+) -> AdapterReport {
     let workspace_root = workspace.root();
     let marker = marker_for(adapter, workspace_root, None)
         .map(|(folder, marker)| format!("{} in {}", marker, workspace.display(&folder)));
@@ -273,7 +281,7 @@ pub(crate) async fn report(adapter: AdapterId, workspace: &Workspace) -> Adapter
             None
         }
         Some((path, matched)) => {
-            let version = match probe(adapter, &path, workspace_root).await {
+            let version = match probe(adapter, &path, workspace_root, sandbox).await {
                 Ok(version) => version,
                 Err(why) => {
                     problems.push(format!(
@@ -311,11 +319,12 @@ pub(crate) async fn report(adapter: AdapterId, workspace: &Workspace) -> Adapter
 
 /// Finds `adapter` for a session on `program`, or says why it cannot run (DBG-2): the
 /// answer the model reads; for debugpy, the interpreter must import it (DBG-7), or the launch
-/// would fail as if the code were broken.
+/// would fail as if the code were broken. The probe runs inside the run's `sandbox`.
 pub(crate) async fn find(
     adapter: AdapterId,
     workspace_root: &Path,
     program: Option<&Path>,
+    sandbox: Option<&Sandbox>,
 ) -> Result<Found, ToolError> {
     if adapter == AdapterId::Dart {
         return Err(ToolError::failed(
@@ -336,7 +345,7 @@ pub(crate) async fn find(
         )));
     };
     if adapter == AdapterId::Debugpy
-        && let Err(why) = probe(adapter, &binary, workspace_root).await
+        && let Err(why) = probe(adapter, &binary, workspace_root, sandbox).await
     {
         return Err(ToolError::failed(format!(
             "{} cannot import debugpy ({why}): {}",

@@ -268,10 +268,18 @@ impl Debug {
         match operation {
             Operation::Adapters => {
                 let workspace = context.workspace();
+                let sandbox = context.run.sandbox.as_ref();
+                // The probes would start processes: with the sandbox refused as the run
+                // began, its own words are the answer (EVAL-9), not four unknown versions.
+                if let Some(refusal) = sandbox.and_then(|sandbox| sandbox.refusal()) {
+                    return Err(ToolError::failed(format!(
+                        "cannot probe the debug adapters: {refusal}"
+                    )));
+                }
                 let reports = futures::future::join_all(
                     AdapterId::ALL
                         .iter()
-                        .map(|adapter| adapters::report(*adapter, workspace)),
+                        .map(|adapter| adapters::report(*adapter, workspace, sandbox)),
                 )
                 .await;
                 let text = render_adapters(&reports);

@@ -105,7 +105,7 @@ impl Session {
         start: Start,
         workspace_root: &Path,
         shown: String,
-        sandbox: Option<Vec<String>>,
+        sandbox: Option<tools_process::Sandbox>,
         breakpoints: &BTreeMap<PathBuf, Vec<u32>>,
         timeouts: Timeouts,
     ) -> Result<(Session, Vec<FileBreakpoints>)> {

@@ -60,7 +60,7 @@ pub(crate) enum StartError {
 #[derive(Debug, Clone)]
 pub(crate) struct Launch {
     pub(crate) root: PathBuf,
-    pub(crate) sandbox: Option<Vec<String>>,
+    pub(crate) sandbox: Option<Sandbox>,
 }
 
 /// One running kernel.
@@ -114,7 +114,7 @@ impl Kernel {
             .stdin(Input::Piped)
             .stdout(Output::Piped)
             .stderr(Output::Tail(Arc::clone(&stderr)))
-            .sandbox(launch.sandbox.clone().map(|argv| Sandbox { argv }))
+            .sandbox(launch.sandbox.clone())
             .grace(Duration::from_secs(1));
         let shown = format!("the {language} kernel ({program})");
         let child = command.spawn().map_err(|source| StartError::Spawn {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tools_process::{Command, RunLimits, RunOutput, SearchPath, run_to_end};
+use tools_process::{Command, RunLimits, RunOutput, Sandbox, SearchPath, run_to_end};
 
 use crate::servers::{Candidate, ServerSpec, VersionProbe};
 
@@ -83,8 +83,13 @@ enum RustupError {
 }
 
 /// Resolves the server's binary for a project at `root` (rustup needs the folder to pick the
-/// toolchain).
-pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root: &Path) -> Binary {
+/// toolchain); rustup is asked inside the run's `sandbox`.
+pub(crate) async fn resolve_binary(
+    spec: &ServerSpec,
+    search: &SearchPath,
+    root: &Path,
+    sandbox: Option<&Sandbox>,
+) -> Binary {
     let mut proxies = Vec::new();
     for candidate in &spec.candidates {
         let found = search.find(&candidate.program, root).or_else(|| {
@@ -99,7 +104,7 @@ pub(crate) async fn resolve_binary(spec: &ServerSpec, search: &SearchPath, root:
         };
         let path = match rustup_proxy(&path) {
             None => path,
-            Some(rustup) => match rustup_which(&rustup, &candidate.program, root).await {
+            Some(rustup) => match rustup_which(&rustup, &candidate.program, root, sandbox).await {
                 Ok(real) => real,
                 Err(error) => {
                     proxies.push(format!(
@@ -150,8 +155,14 @@ fn rustup_proxy(path: &Path) -> Option<PathBuf> {
 
 /// Asks rustup which real binary the proxy would run in `root`; an error means the
 /// component is not installed for that toolchain.
-async fn rustup_which(rustup: &Path, program: &str, root: &Path) -> Result<PathBuf, RustupError> {
-    let output = quick_output(rustup, &["which".to_owned(), program.to_owned()], root).await?;
+async fn rustup_which(
+    rustup: &Path,
+    program: &str,
+    root: &Path,
+    sandbox: Option<&Sandbox>,
+) -> Result<PathBuf, RustupError> {
+    let which = ["which".to_owned(), program.to_owned()];
+    let output = quick_output(rustup, &which, root, sandbox).await?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     if output.status.success() && !text.is_empty() && Path::new(&text).is_file() {
         return Ok(PathBuf::from(text));
@@ -166,13 +177,17 @@ async fn rustup_which(rustup: &Path, program: &str, root: &Path) -> Result<PathB
 }
 
 /// Runs a short command (a version probe, `rustup which`) to its end, through the one
-/// process path: its own group, killed with the run, a timeout and an output cap.
+/// process path: its own group, killed with the run, a timeout and an output cap, inside the
+/// run's sandbox like every other child (the binary may be the project's own).
 async fn quick_output(
     program: &Path,
     args: &[String],
     cwd: &Path,
+    sandbox: Option<&Sandbox>,
 ) -> tools_process::Result<RunOutput> {
-    let command = Command::new(program, cwd).args(args);
+    let command = Command::new(program, cwd)
+        .args(args)
+        .sandbox(sandbox.cloned());
     run_to_end(
         &command,
         None,
@@ -191,8 +206,14 @@ pub struct VersionCache {
 }
 
 impl VersionCache {
-    /// The first line the binary prints about its version, if it says anything.
-    pub async fn version(&self, path: &Path, candidate: &Candidate) -> Option<String> {
+    /// The first line the binary prints about its version, if it says anything; it is asked
+    /// inside the run's `sandbox`.
+    pub async fn version(
+        &self,
+        path: &Path,
+        candidate: &Candidate,
+        sandbox: Option<&Sandbox>,
+    ) -> Option<String> {
         if let Ok(known) = self.known.lock()
             && let Some(version) = known.get(path)
         {
@@ -203,7 +224,7 @@ impl VersionCache {
             VersionProbe::Sibling { program, args } => (path.with_file_name(program), args.clone()),
         };
         let cwd = path.parent().unwrap_or(Path::new("/"));
-        let version = quick_output(&program, &args, cwd)
+        let version = quick_output(&program, &args, cwd, sandbox)
             .await
             .ok()
             .and_then(|out| {
@@ -380,7 +401,7 @@ mod tests {
         let mut gopls = spec("gopls");
         gopls.candidates[0].program = "gopls-that-does-not-exist".into();
         let search = SearchPath::new(&root, None, &[]);
-        let Binary::Missing(missing) = resolve_binary(&gopls, &search, &root).await else {
+        let Binary::Missing(missing) = resolve_binary(&gopls, &search, &root, None).await else {
             panic!("found a binary that does not exist");
         };
         assert!(missing.not_found());
@@ -410,7 +431,8 @@ mod tests {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let search = SearchPath::from_dirs(vec![root.join(".venv/bin")], "");
-        let Binary::Found { path, .. } = resolve_binary(&spec("clangd"), &search, &root).await
+        let Binary::Found { path, .. } =
+            resolve_binary(&spec("clangd"), &search, &root, None).await
         else {
             panic!("no clangd found");
         };
@@ -435,7 +457,8 @@ mod tests {
             .unwrap();
         std::os::unix::fs::symlink("rustup", bin.join("rust-analyzer")).unwrap();
         let search = SearchPath::from_dirs(vec![bin.clone()], "bin");
-        let Binary::Missing(missing) = resolve_binary(&spec("rust-analyzer"), &search, &root).await
+        let Binary::Missing(missing) =
+            resolve_binary(&spec("rust-analyzer"), &search, &root, None).await
         else {
             panic!("a proxy without its component counted as a binary");
         };

@@ -51,6 +51,14 @@ pub enum Error {
         root: PathBuf,
         missing: Box<MissingBinary>,
     },
+    /// The run's sandbox was refused when the run began (EVAL-9): no server starts through it
+    /// or around it.
+    #[error("{server} cannot start: {refusal}")]
+    Sandbox {
+        server: String,
+        #[source]
+        refusal: Arc<tools_process::SandboxRefusal>,
+    },
     /// A start was under way when the server was reloaded; the caller may ask again.
     #[error("{server} was reloaded while it was starting")]
     Reloaded { server: String },

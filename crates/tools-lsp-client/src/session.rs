@@ -19,7 +19,7 @@ use crate::encoding::Encoding;
 use crate::error::AnswerError;
 use crate::servers::{Readiness, ServerSpec};
 use crate::{Error, Result};
-use tools_process::{Input, Output, ProcessGroup, StderrTail};
+use tools_process::{Input, Output, ProcessGroup, Sandbox, StderrTail};
 
 mod documents;
 mod initialize;
@@ -56,6 +56,8 @@ pub struct StartOptions {
     pub index_timeout: Duration,
     pub server_nanos: Arc<AtomicU64>,
     pub on_busy: OnBusy,
+    /// The run's sandbox (EVAL-9): the server starts through it.
+    pub sandbox: Option<Sandbox>,
 }
 
 /// What a call that waits for a busy server waits for.
@@ -169,7 +171,14 @@ impl Session {
             index_timeout,
             server_nanos,
             on_busy,
+            sandbox,
         } = options;
+        // A contained or sandboxed server may live in a PID namespace of its own, where our
+        // pid names nothing (or another process): a server watching it (vscode-languageserver
+        // polls it every few seconds) would exit at once. There it ends with its group or its
+        // namespace instead.
+        let process_id =
+            (sandbox.is_none() && !tools_process::containment().is_active()).then(std::process::id);
         let started = Instant::now();
         let spawn_error = |message: String, source: Option<tools_process::Error>| Error::Spawn {
             server: spec.name.clone(),
@@ -187,6 +196,7 @@ impl Session {
                     .stdin(Input::Piped)
                     .stdout(Output::Piped)
                     .stderr(Output::Tail(Arc::clone(&tail)))
+                    .sandbox(sandbox)
             })
             .and_then(|command| command.spawn())
             .map_err(|error| spawn_error(error.to_string(), Some(error)))?;
@@ -268,7 +278,7 @@ impl Session {
             index_timeout,
             on_busy,
         };
-        let params = initialize_params(&session, root_uri, root_name);
+        let params = initialize_params(&session, root_uri, root_name, process_id);
         let result = match session
             .connection
             .request::<Initialize>(params, start_timeout)

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use tools_process::{SearchPath, StderrTail};
+use tools_process::{Sandbox, SearchPath, StderrTail};
 
 use crate::config::ClientConfig;
 use crate::discovery::{Binary, MissingBinary, VersionCache, resolve_binary, root_for, scan_roots};
@@ -47,6 +47,8 @@ pub struct Context {
     pub config: ClientConfig,
     pub servers: Vec<Arc<ServerSpec>>,
     pub versions: VersionCache,
+    /// The run's sandbox (EVAL-9): servers, and the probes that find them, start inside it.
+    pub sandbox: Option<Sandbox>,
     server_nanos: Arc<AtomicU64>,
     on_busy: OnBusy,
 }
@@ -195,12 +197,14 @@ pub enum ReloadOutcome {
 }
 
 impl Supervisor {
-    /// A supervisor for a workspace (its canonical root) with this configuration; fails only
-    /// when the configuration's server table is invalid. No server starts until a call needs
-    /// one (CORE-2). `on_busy` is told what a call waits for while its server is busy.
+    /// A supervisor for a workspace (its canonical root) with this configuration, starting
+    /// every process inside `sandbox` when there is one (EVAL-9); fails only when the
+    /// configuration's server table is invalid. No server starts until a call needs one
+    /// (CORE-2). `on_busy` is told what a call waits for while its server is busy.
     pub fn new(
         workspace_root: impl Into<PathBuf>,
         config: ClientConfig,
+        sandbox: Option<Sandbox>,
         on_busy: OnBusy,
     ) -> Result<Self> {
         let servers = crate::servers::table(&config)?
@@ -214,6 +218,7 @@ impl Supervisor {
                     config,
                     servers,
                     versions: VersionCache::default(),
+                    sandbox,
                     server_nanos: Arc::new(AtomicU64::new(0)),
                     on_busy,
                 }),
@@ -378,11 +383,13 @@ impl Supervisor {
                 .cloned()
                 .unwrap_or_else(|| context.workspace_root.clone());
             let search = context.search_path(Some(&probe_root));
-            let (binary, version) = match resolve_binary(spec, &search, &probe_root).await {
+            let sandbox = context.sandbox.as_ref();
+            let (binary, version) = match resolve_binary(spec, &search, &probe_root, sandbox).await
+            {
                 Binary::Found {
                     path, candidate, ..
                 } => {
-                    let version = context.versions.version(&path, &candidate).await;
+                    let version = context.versions.version(&path, &candidate, sandbox).await;
                     (Ok(path), version)
                 }
                 Binary::Missing(missing) => (Err(missing), None),

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use tools_process::{Command, RunLimits, SearchPath, run_to_end};
+use std::sync::Arc;
+
+use tools_process::{Command, RunLimits, Sandbox, SandboxRefusal, SearchPath, run_to_end};
 
 use tools_lsp_client::CheckerFormat;
 use tools_lsp_client::ServerSpec;
@@ -66,6 +68,9 @@ pub(crate) enum CheckerError {
          checker_timeout_seconds under [lsp] if the project needs longer"
     )]
     Timeout { command: String, seconds: u64 },
+    /// The run's sandbox was refused as the run began (EVAL-9): its own words say why.
+    #[error("{0}")]
+    Sandbox(#[source] Arc<SandboxRefusal>),
     #[error("cannot run `{command}` in {}: {source}", root.display())]
     Run {
         command: String,
@@ -75,12 +80,14 @@ pub(crate) enum CheckerError {
     },
 }
 
-/// Runs the checker of `spec` in `root` and reads its findings.
+/// Runs the checker of `spec` in `root`, inside the run's `sandbox` when there is one
+/// (EVAL-9), and reads its findings.
 pub(crate) async fn run(
     spec: &ServerSpec,
     root: &Path,
     search: &SearchPath,
     timeout: Duration,
+    sandbox: Option<&Sandbox>,
 ) -> Result<CheckRun, CheckerError> {
     let Some(checker) = &spec.checker else {
         return Err(CheckerError::NoChecker {
@@ -106,13 +113,19 @@ pub(crate) async fn run(
     // Compilers start children of their own (rustc under cargo, node workers): the run
     // owns the whole group, kills it at the timeout or when the call is dropped, and keeps a
     // bounded head of the output.
-    let command = Command::new(&program, root).args(&args).envs(&spec.env);
+    let command = Command::new(&program, root)
+        .args(&args)
+        .envs(&spec.env)
+        .sandbox(sandbox.cloned());
     let limits = RunLimits {
         timeout,
         max_output_bytes: MAX_OUTPUT,
     };
     let output = match run_to_end(&command, None, limits).await {
         Ok(output) => output,
+        Err(tools_process::Error::SandboxRefused { refusal, .. }) => {
+            return Err(CheckerError::Sandbox(refusal));
+        }
         Err(tools_process::Error::Timeout { .. }) => {
             return Err(CheckerError::Timeout {
                 command: command_line,

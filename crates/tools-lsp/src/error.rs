@@ -85,6 +85,9 @@ pub(crate) fn explain(error: &ClientError, shown: &dyn Fn(&Path) -> String) -> S
             shown(root),
             missing_binary(server, missing)
         ),
+        // The refusal says what is wrong and what to do, as the run wrote it; it names the
+        // whole root, as the operator who fixes the sandbox sees it.
+        ClientError::Sandbox { server, refusal } => format!("{server} cannot start: {refusal}"),
         ClientError::Reloaded { server } => {
             format!("{server} was reloaded while it was starting; call again")
         }

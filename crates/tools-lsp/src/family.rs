@@ -20,8 +20,13 @@ impl Family for LspFamily {
     }
 
     fn bind(config: &LspConfig, binding: &Binding<'_>) -> Result<Option<LspSupervisor>, BindError> {
-        // No server starts: a supervisor does nothing until a call needs it.
-        Ok(Some(LspSupervisor::new(binding.root, config.clone())?))
+        // No server starts: a supervisor does nothing until a call needs it. What it starts,
+        // it starts in the run's sandbox (EVAL-9).
+        Ok(Some(LspSupervisor::new_in_sandbox(
+            binding.root,
+            config.clone(),
+            binding.sandbox.cloned(),
+        )?))
     }
 
     fn register(builder: &mut RegistryBuilder, supervisor: LspSupervisor) {

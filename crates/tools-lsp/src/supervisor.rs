@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_lsp::lsp_types::{Position, TextDocumentIdentifier, TextDocumentPositionParams};
 use tools_core::{CallContext, ToolError, Workspace};
 use tools_lsp_client::{Busy, Session, Supervisor, Synced};
+use tools_process::Sandbox;
 
 use crate::Result;
 use crate::config::LspConfig;
@@ -38,11 +39,27 @@ pub(crate) struct Opened {
 }
 
 impl LspSupervisor {
-    /// A supervisor for a workspace (its canonical root) with this configuration; fails only
-    /// when the configuration is invalid. No server starts until a call needs one (CORE-2).
+    /// A supervisor for a workspace (its canonical root) with this configuration, with no
+    /// sandbox; fails only when the configuration is invalid. No server starts until a call
+    /// needs one (CORE-2).
     pub fn new(workspace_root: impl Into<PathBuf>, config: LspConfig) -> Result<Self> {
+        LspSupervisor::new_in_sandbox(workspace_root, config, None)
+    }
+
+    /// [`LspSupervisor::new`] for a run with a sandbox (EVAL-9): the servers, the probes that
+    /// find them and the project checkers all start inside it.
+    pub fn new_in_sandbox(
+        workspace_root: impl Into<PathBuf>,
+        config: LspConfig,
+        sandbox: Option<Sandbox>,
+    ) -> Result<Self> {
         config.validate()?;
-        let client = Supervisor::new(workspace_root, config.client(), Arc::new(report_busy))?;
+        let client = Supervisor::new(
+            workspace_root,
+            config.client(),
+            sandbox,
+            Arc::new(report_busy),
+        )?;
         Ok(LspSupervisor {
             client,
             config: Arc::new(config),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::child::{Child, Leader, ProcessGroup};
-use crate::{Error, Result, StderrTail};
+use crate::{Error, Result, Sandbox, StderrTail};
 
 /// The environment variable `serve --http` may take its bearer token from; it is removed
 /// from every child's environment.
@@ -17,13 +17,6 @@ pub const TOKEN_ENV: &str = "AGENT_TOOLS_TOKEN";
 
 /// How long a child gets between SIGTERM and SIGKILL unless its command says otherwise.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
-
-/// The command line prefix that runs a program inside the conversation's sandbox (EVAL-9),
-/// e.g. `["bwrap", "--ro-bind", "/", "/", "--"]`; the program and its arguments follow it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Sandbox {
-    pub argv: Vec<String>,
-}
 
 /// What the child reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -162,9 +155,10 @@ impl Command {
         self
     }
 
-    /// Runs it through `sandbox` (EVAL-9); `None`, or an empty prefix, runs it directly.
+    /// Runs it through `sandbox` (EVAL-9); `None`, or an empty prefix, runs it directly. A
+    /// refused sandbox ([`Sandbox::refuse`]) makes [`Command::spawn`] fail and start nothing.
     pub fn sandbox(mut self, sandbox: Option<Sandbox>) -> Self {
-        self.sandbox = sandbox.filter(|sandbox| !sandbox.argv.is_empty());
+        self.sandbox = sandbox.filter(|sandbox| !sandbox.argv().is_empty());
         self
     }
 
@@ -198,7 +192,7 @@ impl Command {
         let prefix = self
             .sandbox
             .iter()
-            .flat_map(|s| s.argv.iter().map(OsString::from));
+            .flat_map(|s| s.argv().iter().map(OsString::from));
         prefix
             .chain(std::iter::once(self.program.clone()))
             .chain(self.args.iter().cloned())
@@ -211,6 +205,15 @@ impl Command {
         shown_argv(std::iter::once(&self.program).chain(&self.args))
     }
 
+    /// The program's file name, for messages and the stderr tail.
+    fn program_name(&self) -> String {
+        Path::new(&self.program)
+            .file_name()
+            .unwrap_or(&self.program)
+            .to_string_lossy()
+            .into_owned()
+    }
+
     /// Starts the child: its own process group (it and everything it starts, unless they
     /// leave it, are signalled together), SIGKILL when we die, `kill_on_drop`. Must be called
     /// inside a tokio runtime, which then drives the child's pipes and exit.
@@ -219,6 +222,14 @@ impl Command {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime {
             command: shown.clone(),
         })?;
+        // A sandbox found unusable when the run began: nothing starts, neither through it nor
+        // around it, and the caller passes on the one problem found (EVAL-9).
+        if let Some(refusal) = self.sandbox.as_ref().and_then(Sandbox::refusal) {
+            return Err(Error::SandboxRefused {
+                program: self.program_name(),
+                refusal: Arc::clone(refusal),
+            });
+        }
         let argv = self.argv();
         let Some((program, args)) = argv.split_first() else {
             return Err(Error::EmptyCommand);
@@ -253,18 +264,14 @@ impl Command {
             crate::spawner::spawn(command, runtime).map_err(|source| Error::Spawn {
                 command: shown.clone(),
                 cwd: self.cwd.clone(),
-                sandbox: self.sandbox.as_ref().map(|s| shown_argv(&s.argv)),
+                sandbox: self.sandbox.as_ref().map(Sandbox::shown),
                 source,
             })?;
         let pid = tracked.pid();
         tracing::debug!(pid, command = %shown, cwd = %self.cwd.display(), "spawned");
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
-        let program = Path::new(&self.program)
-            .file_name()
-            .unwrap_or(&self.program)
-            .to_string_lossy()
-            .into_owned();
+        let program = self.program_name();
         let stdout = match &self.stdout {
             Output::Tail(tail) => {
                 if let Some(stream) = stdout {
@@ -302,7 +309,7 @@ fn stdio(output: &Output) -> std::process::Stdio {
 }
 
 /// Words joined by spaces, each quoted when it would not read as one word.
-fn shown_argv<S: AsRef<OsStr>>(argv: impl IntoIterator<Item = S>) -> String {
+pub(crate) fn shown_argv<S: AsRef<OsStr>>(argv: impl IntoIterator<Item = S>) -> String {
     argv.into_iter()
         .map(|word| {
             let word = word.as_ref().to_string_lossy();
@@ -364,9 +371,7 @@ mod tests {
     fn the_sandbox_prefix_comes_first() {
         let command = Command::new("python3", "/tmp")
             .arg("-V")
-            .sandbox(Some(Sandbox {
-                argv: vec!["env".into(), "FOO=1".into()],
-            }));
+            .sandbox(Some(Sandbox::new(vec!["env".into(), "FOO=1".into()])));
         assert_eq!(command.argv(), ["env", "FOO=1", "python3", "-V"]);
         assert_eq!(command.shown(), "python3 -V");
         let bare = Command::new("python3", "/tmp").sandbox(Some(Sandbox::default()));

@@ -2,7 +2,10 @@
 //! command and the folder, so a caller can pass them on as they are.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::SandboxRefusal;
 
 /// A failure to start, talk to or wait for a child process.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +22,16 @@ pub enum Error {
         sandbox: Option<String>,
         #[source]
         source: std::io::Error,
+    },
+    /// The command was to run through a sandbox that was refused when the run began
+    /// ([`crate::probe_sandbox`]); nothing was started (EVAL-9). The message names only the
+    /// program: the problem is the sandbox's, not its arguments' (a kernel's are its source).
+    #[error("cannot run `{program}`: {refusal}")]
+    SandboxRefused {
+        /// The program's file name.
+        program: String,
+        #[source]
+        refusal: Arc<SandboxRefusal>,
     },
     /// Spawning was asked for outside a tokio runtime.
     #[error("cannot run `{command}`: processes are spawned from inside a tokio runtime")]

@@ -6,7 +6,8 @@
 //! the binary exits, and a child subreaper ([`become_subreaper`], [`spawn_orphan_reaper`])
 //! reaps the grandchildren that outlive their parents. Around that: a stderr tail kept for
 //! messages, a run-to-end helper with a timeout and an output cap, binary resolution over a
-//! search path, root-marker discovery, and idle CPU priority for a run's background threads.
+//! search path, root-marker discovery, idle CPU priority for a run's background threads, and
+//! the sandbox prefix every child runs under, checked once as a run begins ([`probe_sandbox`]).
 //! Beside them, one piece every crate needs that is not about processes: reading a file that
 //! must be a regular one without blocking on a named pipe ([`read_regular`]), kept here so
 //! that a leaf below tools-core can use it.
@@ -25,13 +26,14 @@ mod reaper;
 mod registry;
 mod roots;
 mod run;
+mod sandbox;
 mod search;
 mod spawner;
 mod tail;
 
 pub use crate::{
     child::{Child, ChildParts, Leader, ProcessGroup, Termination},
-    command::{Command, DEFAULT_GRACE, Input, Output, Sandbox, TOKEN_ENV},
+    command::{Command, DEFAULT_GRACE, Input, Output, TOKEN_ENV},
     contain::{Containment, NO_CONTAINMENT_ENV, containment},
     error::{Error, Result},
     files::{read_regular, read_regular_with_metadata, special_kind},
@@ -41,6 +43,7 @@ pub use crate::{
     registry::{LiveGroup, ShutdownReport, kill_reported, live_groups, shutdown_all},
     roots::{RootRule, SCAN_BUDGET, SCAN_DEPTH, SKIPPED_DIRS, marker_in, root_for, scan_roots},
     run::{RunLimits, RunOutput, run_to_end},
+    sandbox::{Sandbox, SandboxProblem, SandboxRefusal, probe_sandbox, probe_sandbox_blocking},
     search::{PROJECT_TOOL_DIRS, SearchPath, Versioned, is_executable},
     tail::{StderrTail, TAIL_LINE_CHARS, TAIL_LINES},
 };

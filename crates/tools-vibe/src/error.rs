@@ -21,6 +21,10 @@ pub(crate) enum Error {
         tier = tier.as_str()
     )]
     NoCommand { tier: WorkerTier },
+    /// The run's sandbox was refused as the run began (EVAL-9): no worker starts through it
+    /// or around it, and its own words say why.
+    #[error("no worker can start: {0}")]
+    Sandbox(#[source] std::sync::Arc<tools_process::SandboxRefusal>),
     /// The run spawned as many workers as `[vibe] max_spawns` allows.
     #[error(
         "this run has spawned {max_spawns} workers, its limit ([vibe] max_spawns); reuse one \

@@ -14,6 +14,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tools_core::{Shutdown, Surface};
+use tools_process::Sandbox;
 
 use crate::config::{VibeConfig, WorkerTier};
 use crate::error::{Error, Result};
@@ -32,7 +33,7 @@ struct Inner {
     state_dir: PathBuf,
     /// The most a worker may do: the surface of the run that spawns it.
     surface: Surface,
-    sandbox: Option<Vec<String>>,
+    sandbox: Option<Sandbox>,
     workers: Mutex<BTreeMap<u64, Worker>>,
     spawned: Mutex<u64>,
     /// Wakes waiters on every change of any worker.
@@ -58,7 +59,7 @@ impl Roster {
         root: &Path,
         conversation: &str,
         surface: Surface,
-        sandbox: Option<Vec<String>>,
+        sandbox: Option<Sandbox>,
     ) -> Self {
         let base = config
             .state_dir
@@ -117,6 +118,11 @@ impl Roster {
         let config = &self.inner.config;
         if config.command(tier).is_empty() {
             return Err(Error::NoCommand { tier });
+        }
+        // Refused before a worker is counted: its start would fail the same way, later, in
+        // its status instead of this answer.
+        if let Some(refusal) = self.inner.sandbox.as_ref().and_then(Sandbox::refusal) {
+            return Err(Error::Sandbox(std::sync::Arc::clone(refusal)));
         }
         let id = {
             let mut spawned = self

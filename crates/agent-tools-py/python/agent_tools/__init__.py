@@ -9,6 +9,13 @@
 A `Run` is built exactly as `agent-tools serve` builds one (the same `agent-tools.toml`, the
 same tools). Bad arguments, refusals and tool failures come back as a `Result` with
 `is_error` set, as a model sees them; only misuse of this API raises.
+
+A run that lives elsewhere (a container, a sandbox) under `agent-tools serve --http` is driven
+the same way through `connect`:
+
+>>> from agent_tools import connect
+>>> with connect("http://127.0.0.1:8765/mcp", token=secret) as run:
+...     result = run.call("read", {"path": "README.md"})
 """
 
 from __future__ import annotations
@@ -39,11 +46,16 @@ __all__ = [
     "Card",
     "Progress",
     "REFUSE",
+    "RemoteError",
+    "RemoteRun",
     "Result",
     "Run",
     "SKIP",
     "Tool",
+    "Unauthorized",
+    "Unreachable",
     "__version__",
+    "connect",
 ]
 
 __version__: str = _native.__version__
@@ -341,3 +353,13 @@ class Run:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<agent_tools.Run {state}>"
+
+
+# The remote client uses the types above, so it is imported once they exist.
+from agent_tools._remote import (  # noqa: E402
+    RemoteError,
+    RemoteRun,
+    Unauthorized,
+    Unreachable,
+    connect,
+)

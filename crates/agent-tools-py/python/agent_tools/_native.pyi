@@ -44,3 +44,6 @@ class NativeRun:
 
 def main() -> int:
     """The `agent-tools` command line over `sys.argv`; returns the exit status."""
+
+def tool_definitions(tools: str, format: str, strict: bool = False) -> str:
+    """Tools as an MCP `tools/list` lists them (a JSON array), in an API's shape, a JSON array."""

@@ -548,3 +548,55 @@ async fn prod_2_a_sessions_card_rides_the_stream_of_the_call_that_raised_it() {
         "hi\n"
     );
 }
+
+#[tokio::test]
+async fn prod_2_notifications_cancelled_ends_a_sessions_call_and_its_processes() {
+    let root = workspace();
+    let serve = HttpServe::start(root.path(), &["--approval", "allow"]).await;
+    let session = open_session(&serve).await;
+    let mut with = serve.mcp_headers();
+    with.push(("Mcp-Session-Id".into(), session));
+    with.push(("MCP-Protocol-Version".into(), "2025-11-25".into()));
+    let sleeper = call(
+        5,
+        "eval",
+        json!({"code": "import subprocess\nsubprocess.run(['sleep', '3011'])",
+            "description": "start a long sleep in a child process"}),
+    );
+    let in_flight = {
+        let addr = serve.addr.clone();
+        let with = with.clone();
+        tokio::spawn(async move {
+            let pairs: Vec<(&str, &str)> =
+                with.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            request(
+                &addr,
+                "POST",
+                "/mcp",
+                &pairs,
+                sleeper.to_string().as_bytes(),
+            )
+            .await
+        })
+    };
+    let sleeping = |found: &[String]| found.iter().any(|p| p.contains("sleep 3011"));
+    assert!(
+        sleeping(&until_processes(&serve.mark, sleeping).await),
+        "the cell's child never started"
+    );
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5, "reason": "the user pressed stop"}});
+    let accepted = post(&serve, &with, cancel.to_string().as_bytes()).await;
+    assert_eq!(accepted.status, 202, "{accepted:?}");
+    let left = until_processes(&serve.mark, |found| !sleeping(found)).await;
+    assert!(
+        !sleeping(&left),
+        "the cancelled call's process lives on: {left:?}"
+    );
+    // The call's stream is not left hanging: it ends (a cancelled request gets no answer).
+    let ended = tokio::time::timeout(Duration::from_secs(30), in_flight)
+        .await
+        .expect("the cancelled call's stream never ended")
+        .unwrap();
+    assert_eq!(ended.status, 200, "{ended:?}");
+}

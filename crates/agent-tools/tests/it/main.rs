@@ -18,6 +18,7 @@ mod mcp;
 mod on_write;
 mod protocol;
 mod rendered;
+mod sandbox;
 mod support;
 mod tokens;
 mod truth;

@@ -1106,6 +1106,7 @@ fn index_a_run_fills_its_index_by_itself_unless_prewarm_is_off() {
     let binding = tools_core::Binding {
         root: dir.path(),
         surface: tools_core::Surface::Full,
+        sandbox: None,
         listing: false,
     };
     let bind = |config: &tools_ast::AstConfig| {

@@ -187,7 +187,8 @@ impl Debug {
                         }
                     },
                 };
-                let found = adapters::find(adapter, &root, Some(&program)).await?;
+                let sandbox = context.run.sandbox.as_ref();
+                let found = adapters::find(adapter, &root, Some(&program), sandbox).await?;
                 (
                     Start::Launch {
                         found,

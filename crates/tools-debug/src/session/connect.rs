@@ -28,7 +28,7 @@ pub(super) struct Connection {
 /// What `connect` needs besides the start itself.
 pub(super) struct ConnectOptions<'a> {
     pub workspace_root: &'a Path,
-    pub sandbox: Option<Vec<String>>,
+    pub sandbox: Option<tools_process::Sandbox>,
     pub sink: Sink,
     pub state: &'a Arc<Mutex<State>>,
     pub adapter_stderr: &'a Arc<StderrTail>,
@@ -74,7 +74,7 @@ pub(super) async fn connect(
                 .stdin(Input::Piped)
                 .stdout(Output::Piped)
                 .stderr(Output::Tail(Arc::clone(adapter_stderr)))
-                .sandbox(sandbox.map(|argv| tools_process::Sandbox { argv }));
+                .sandbox(sandbox);
             let mut child = command.spawn().map_err(|source| Error::Spawn {
                 adapter: name.to_owned(),
                 source,

@@ -66,20 +66,20 @@ pub(super) fn client_capabilities(
     serde_json::from_value(capabilities)
 }
 
+/// `initialize` for `session`; `process_id` is ours when the server can see it (LSP's
+/// `processId`, which servers watch to exit with their client).
 pub(super) fn initialize_params(
     session: &Session,
     root_uri: Url,
     root_name: String,
+    process_id: Option<u32>,
 ) -> InitializeParams {
     // A unit test proves the capabilities decode; the default is never reached.
     let capabilities = client_capabilities(matches!(session.spec.pull, Pull::Lsp | Pull::Analysis))
         .unwrap_or_default();
     #[allow(deprecated)]
     InitializeParams {
-        // A contained server lives in a PID namespace of its own, where our pid names nothing
-        // (or another process): a server watching it (vscode-languageserver polls it every few
-        // seconds) would exit at once. There it ends with its namespace instead.
-        process_id: (!tools_process::containment().is_active()).then(std::process::id),
+        process_id,
         root_path: Some(session.root.display().to_string()),
         root_uri: Some(root_uri.clone()),
         initialization_options: session.spec.initialization_options.clone(),

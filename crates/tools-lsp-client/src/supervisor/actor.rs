@@ -324,13 +324,24 @@ async fn start(
 ) {
     let key = (spec.name.clone(), root.clone());
     let search = context.search_path(Some(&root));
-    let result = match resolve_binary(&spec, &search, &root).await {
-        Binary::Missing(missing) => Err(StartFailure::Unusable(Error::NoBinary {
+    let sandbox = context.sandbox.as_ref();
+    // A sandbox refused as the run began: the server cannot start here, and every call says
+    // why in the words of the sandbox check rather than in a probe's or a spawn's.
+    let binary = match sandbox.and_then(|sandbox| sandbox.refusal()) {
+        Some(refusal) => Err(Error::Sandbox {
+            server: spec.name.clone(),
+            refusal: Arc::clone(refusal),
+        }),
+        None => Ok(resolve_binary(&spec, &search, &root, sandbox).await),
+    };
+    let result = match binary {
+        Err(refused) => Err(StartFailure::Unusable(refused)),
+        Ok(Binary::Missing(missing)) => Err(StartFailure::Unusable(Error::NoBinary {
             server: spec.name.clone(),
             root: root.clone(),
             missing: Box::new(missing),
         })),
-        Binary::Found { argv, .. } => {
+        Ok(Binary::Found { argv, .. }) => {
             let exit_actor = actor.clone();
             let exit_key = key.clone();
             let on_exit = Box::new(move |reason: String| {
@@ -352,6 +363,7 @@ async fn start(
                 index_timeout: context.config.index_timeout,
                 server_nanos: Arc::clone(&context.server_nanos),
                 on_busy: Arc::clone(&context.on_busy),
+                sandbox: context.sandbox.clone(),
             };
             Session::start(options, on_exit)
                 .await

@@ -88,6 +88,13 @@ impl Lsp {
         severity: Option<SeverityFilter>,
     ) -> Result<Check, ToolError> {
         let context = self.supervisor.client().context();
+        // A sandbox refused as the run began: no checker can run, said once in its words
+        // (EVAL-9), not once per root nor as a checker that was not found.
+        if let Some(refusal) = context.sandbox.as_ref().and_then(|s| s.refusal()) {
+            return Err(ToolError::failed(format!(
+                "no project checker can run here: {refusal}"
+            )));
+        }
         let mut runs = Vec::new();
         let mut skipped = Vec::new();
         for spec in &context.servers {
@@ -110,8 +117,9 @@ impl Lsp {
                     spec.name,
                     workspace.display(root)
                 );
-                match with_progress(&what, crate::checker::run(spec, root, &search, timeout)).await
-                {
+                let sandbox = context.sandbox.as_ref();
+                let checked = crate::checker::run(spec, root, &search, timeout, sandbox);
+                match with_progress(&what, checked).await {
                     Ok(run) => runs.push((root.clone(), run)),
                     Err(problem) => skipped.push(problem.to_string()),
                 }

@@ -70,6 +70,13 @@ impl Lsp {
         workspace: &Workspace,
     ) -> Result<Vec<ServerReport>, ToolError> {
         let client = self.supervisor.client();
+        // The status probes each server's binary, which would start processes: with the
+        // sandbox refused as the run began, its words are the status (EVAL-9).
+        if let Some(refusal) = client.context().sandbox.as_ref().and_then(|s| s.refusal()) {
+            return Err(ToolError::failed(format!(
+                "no language server can start here: {refusal}"
+            )));
+        }
         let statuses = client.status().await.for_model(workspace)?;
         let budget = client.context().config.restart_budget;
         Ok(statuses

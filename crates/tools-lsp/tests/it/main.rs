@@ -7,5 +7,6 @@ mod c;
 mod protocol;
 mod python;
 mod rust;
+mod sandbox;
 mod support;
 mod typescript;

@@ -15,6 +15,7 @@ use tools_core::{
     Workspace,
 };
 use tools_lsp::{LspConfig, LspSupervisor, ServerOverride};
+use tools_process::Sandbox;
 use tools_test_support::Transcript;
 
 /// Every test runs on this runtime, so sessions outlive the test that started them.
@@ -57,7 +58,16 @@ impl Fixture {
         let temp = tempfile::tempdir().unwrap();
         let root = temp.path().canonicalize().unwrap();
         write_files(&root, files);
-        Fixture::build(Some(temp), root, config)
+        Fixture::build(Some(temp), root, config, None)
+    }
+
+    /// [`Fixture::temp_with`] whose servers, their probes and the project checkers start
+    /// inside `sandbox` (EVAL-9).
+    pub fn temp_in_sandbox(files: &str, config: LspConfig, sandbox: Sandbox) -> Fixture {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        write_files(&root, files);
+        Fixture::build(Some(temp), root, config, Some(sandbox))
     }
 
     /// A fixture shared by the tests of one binary: a folder under cargo's temp dir named for
@@ -82,10 +92,15 @@ impl Fixture {
         std::fs::create_dir_all(&root).unwrap();
         let root = root.canonicalize().unwrap();
         write_files(&root, files);
-        Fixture::build(None, root, LspConfig::default())
+        Fixture::build(None, root, LspConfig::default(), None)
     }
 
-    fn build(temp: Option<tempfile::TempDir>, root: PathBuf, mut config: LspConfig) -> Fixture {
+    fn build(
+        temp: Option<tempfile::TempDir>,
+        root: PathBuf,
+        mut config: LspConfig,
+        sandbox: Option<Sandbox>,
+    ) -> Fixture {
         config.path.extend(tool_dirs());
         // A Rust fixture uses the repository's toolchain (where the README's command put
         // rust-analyzer and rust-src) and a target folder of its own, so rust-analyzer and
@@ -103,8 +118,9 @@ impl Fixture {
             );
         }
         let workspace = Workspace::new(&root).unwrap();
-        let supervisor = LspSupervisor::new(workspace.root(), config).unwrap();
-        let mut builder = RegistryBuilder::new(Run::new(workspace));
+        let supervisor =
+            LspSupervisor::new_in_sandbox(workspace.root(), config, sandbox.clone()).unwrap();
+        let mut builder = RegistryBuilder::new(Run::new(workspace).with_sandbox(sandbox));
         tools_lsp::register(&mut builder, &supervisor);
         let options = DispatcherOptions {
             approval: ApprovalPolicy::Allow,

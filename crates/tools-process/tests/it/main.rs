@@ -12,6 +12,7 @@ mod helper;
 mod reaper;
 mod roots;
 mod run;
+mod sandbox;
 mod search;
 mod support;
 mod tail;

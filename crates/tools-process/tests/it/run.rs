@@ -91,17 +91,16 @@ async fn input_is_written_to_stdin_and_closed() {
 async fn eval_9_the_sandbox_prefix_runs_the_command() {
     let command = Command::new("sh", std::env::temp_dir())
         .args(["-c", "echo \"FOO=$FOO\""])
-        .sandbox(Some(Sandbox {
-            argv: vec!["env".into(), "FOO=1".into()],
-        }));
+        .sandbox(Some(Sandbox::new(vec!["env".into(), "FOO=1".into()])));
     let output = run_to_end(&command, None, limits(Duration::from_secs(60), 1024))
         .await
         .unwrap();
     assert_eq!(output.stdout_text(), "FOO=1\n");
 
-    let missing = Command::new("sh", "/").sandbox(Some(Sandbox {
-        argv: vec!["no-such-sandbox".into(), "--".into()],
-    }));
+    let missing = Command::new("sh", "/").sandbox(Some(Sandbox::new(vec![
+        "no-such-sandbox".into(),
+        "--".into(),
+    ])));
     let error = missing.spawn().unwrap_err();
     assert!(
         error

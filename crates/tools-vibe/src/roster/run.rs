@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tools_core::Surface;
-use tools_process::{Command, Input, Output, Sandbox, StderrTail};
+use tools_process::{Command, Input, Output, StderrTail};
 
 use super::Roster;
 use crate::worker::{Status, Stop, Worker};
@@ -48,7 +48,7 @@ impl Roster {
                 .stdin(Input::Piped)
                 .stdout(Output::Piped)
                 .stderr(Output::Tail(Arc::clone(&tail)))
-                .sandbox(self.inner.sandbox.clone().map(|argv| Sandbox { argv }))
+                .sandbox(self.inner.sandbox.clone())
                 .grace(STOP_STEP),
             Err(error) => return Ended::failed(format!("the worker command is invalid: {error}")),
         };
