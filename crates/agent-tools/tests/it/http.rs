@@ -82,6 +82,36 @@ async fn post(serve: &HttpServe, headers: &[(String, String)], body: &[u8]) -> R
     request(&serve.addr, "POST", "/mcp", &pairs, body).await
 }
 
+/// Opens a connection and sends `METHOD /mcp` with `headers` and `body`, leaving the answer
+/// unread: for a client that reads it piece by piece, late, or never.
+async fn send_only(
+    serve: &HttpServe,
+    method: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> TcpStream {
+    let mut stream = TcpStream::connect(&serve.addr).await.unwrap();
+    let mut head = format!("{method} /mcp HTTP/1.1\r\n");
+    if !body.is_empty() {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    stream
+}
+
+/// The headers of a request in `session`.
+fn in_session(serve: &HttpServe, session: &str) -> Vec<(String, String)> {
+    let mut with = serve.mcp_headers();
+    with.push(("Mcp-Session-Id".into(), session.to_owned()));
+    with.push(("MCP-Protocol-Version".into(), "2025-11-25".into()));
+    with
+}
+
 /// One line per case for the snapshot: status, the header that matters, the body.
 fn shown(case: &str, reply: &Reply, header: &str) -> String {
     let header = reply
@@ -292,9 +322,7 @@ async fn prod_2_off_loopback_needs_a_token_and_a_token_is_never_an_argument() {
 async fn open_session(serve: &HttpServe) -> String {
     let opened = post(serve, &serve.mcp_headers(), &initialize(1)).await;
     let session = opened.header("mcp-session-id").unwrap().to_owned();
-    let mut with = serve.mcp_headers();
-    with.push(("Mcp-Session-Id".into(), session.clone()));
-    with.push(("MCP-Protocol-Version".into(), "2025-11-25".into()));
+    let with = in_session(serve, &session);
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let acked = post(serve, &with, initialized.to_string().as_bytes()).await;
     assert_eq!(acked.status, 202, "{acked:?}");
@@ -327,30 +355,12 @@ async fn prod_2_a_client_that_stops_reading_stalls_no_one_else() {
     }
     // Calls whose answers are never read, and a session's stream nobody reads.
     let session = open_session(&serve).await;
+    let with = in_session(&serve, &session);
     for id in 0..4 {
-        let mut stream = TcpStream::connect(&serve.addr).await.unwrap();
         let body = call(100 + id, "read", json!({"path": "big.txt", "limit": 40000})).to_string();
-        let mut head = format!("POST /mcp HTTP/1.1\r\nContent-Length: {}\r\n", body.len());
-        for (name, value) in serve.mcp_headers() {
-            head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        head.push_str(&format!(
-            "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
-        ));
-        stream.write_all(head.as_bytes()).await.unwrap();
-        stream.write_all(body.as_bytes()).await.unwrap();
-        idle.push(stream);
+        idle.push(send_only(&serve, "POST", &with, body.as_bytes()).await);
     }
-    let mut stream = TcpStream::connect(&serve.addr).await.unwrap();
-    let mut head = String::from("GET /mcp HTTP/1.1\r\n");
-    for (name, value) in serve.mcp_headers() {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!(
-        "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
-    ));
-    stream.write_all(head.as_bytes()).await.unwrap();
-    idle.push(stream);
+    idle.push(send_only(&serve, "GET", &with, b"").await);
 
     // Another client is served whole: a cell and a write.
     let other = async {
@@ -395,14 +405,7 @@ async fn prod_2_closing_a_requests_stream_cancels_the_call_and_ends_its_processe
         json!({"name": "eval", "arguments": {"code": sleeper,
             "description": "start a long sleep in a child process"}}),
     );
-    let mut stream = TcpStream::connect(&serve.addr).await.unwrap();
-    let mut head = format!("POST /mcp HTTP/1.1\r\nContent-Length: {}\r\n", body.len());
-    for (name, value) in modern_headers(&serve, &body) {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(&body).await.unwrap();
+    let stream = send_only(&serve, "POST", &modern_headers(&serve, &body), &body).await;
     let sleeping = |found: &[String]| found.iter().any(|p| p.contains("sleep 3007"));
     let found = until_processes(&serve.mark, sleeping).await;
     assert!(
@@ -435,9 +438,7 @@ async fn prod_2_sigterm_answers_calls_in_flight_and_ends_every_process() {
     let root = workspace();
     let mut serve = HttpServe::start(root.path(), &["--approval", "allow"]).await;
     let session = open_session(&serve).await;
-    let mut with = serve.mcp_headers();
-    with.push(("Mcp-Session-Id".into(), session));
-    with.push(("MCP-Protocol-Version".into(), "2025-11-25".into()));
+    let with = in_session(&serve, &session);
     let long = call(
         2,
         "eval",
@@ -491,22 +492,13 @@ async fn prod_2_a_sessions_card_rides_the_stream_of_the_call_that_raised_it() {
     )
     .await;
     let session = opened.header("mcp-session-id").unwrap().to_owned();
-    let mut with = serve.mcp_headers();
-    with.push(("Mcp-Session-Id".into(), session));
-    with.push(("MCP-Protocol-Version".into(), "2025-11-25".into()));
+    let with = in_session(&serve, &session);
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     post(&serve, &with, initialized.to_string().as_bytes()).await;
 
     // The write's POST: its stream carries the approval card, then the result.
     let body = call(2, "write", json!({"path": "carded.txt", "content": "hi\n"})).to_string();
-    let mut stream = TcpStream::connect(&serve.addr).await.unwrap();
-    let mut head = format!("POST /mcp HTTP/1.1\r\nContent-Length: {}\r\n", body.len());
-    for (name, value) in &with {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut stream = send_only(&serve, "POST", &with, body.as_bytes()).await;
     let mut seen = String::new();
     let card_id = tokio::time::timeout(Duration::from_secs(30), async {
         let mut buffer = [0u8; 4096];
@@ -554,9 +546,7 @@ async fn prod_2_notifications_cancelled_ends_a_sessions_call_and_its_processes()
     let root = workspace();
     let serve = HttpServe::start(root.path(), &["--approval", "allow"]).await;
     let session = open_session(&serve).await;
-    let mut with = serve.mcp_headers();
-    with.push(("Mcp-Session-Id".into(), session));
-    with.push(("MCP-Protocol-Version".into(), "2025-11-25".into()));
+    let with = in_session(&serve, &session);
     let sleeper = call(
         5,
         "eval",
