@@ -12,6 +12,7 @@ mod fake;
 mod fixture;
 pub mod http;
 pub mod mcp;
+pub mod sandbox;
 mod snapshot;
 mod transcript;
 

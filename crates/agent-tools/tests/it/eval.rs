@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use crate::support::{Client, Person, Server, is_error, text, until_processes};
 use tools_test_support::{
-    Transcript, program_available, python_imports, repo_root, require, snapshot_settings,
-    write_files,
+    Transcript, program_available, python_imports, repo_root, sandbox::bwrap_ready,
+    snapshot_settings, write_files,
 };
 
 /// Whether the test venv has what the Python tests import (said loudly when not; fails under
@@ -604,15 +604,6 @@ async fn eval_1_javascript_state_echo_await_and_idle_interrupt() {
         t,
         &[],
     );
-}
-
-/// Whether bubblewrap runs here (said loudly when not; fails under `CI=true`).
-fn bwrap_ready() -> bool {
-    let ready = std::process::Command::new("bwrap")
-        .args(["--dev-bind", "/", "/", "--unshare-pid", "--", "true"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    require("bubblewrap", ready, "apt-get install bubblewrap")
 }
 
 #[tokio::test]

@@ -14,34 +14,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use crate::support::{Client, MARK, Server, agent_tools_binary, unique_mark, until_processes};
-use tools_test_support::{Transcript, require, snapshot_settings, write_files};
-
-/// Whether bubblewrap can make namespaces here (said loudly when not; fails under `CI=true`).
-fn bwrap_ready() -> bool {
-    let ready = std::process::Command::new("bwrap")
-        .args(["--dev-bind", "/", "/", "--unshare-pid", "--", "true"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    require("bubblewrap", ready, "apt-get install bubblewrap")
-}
-
-/// Bubblewrap inside a bubblewrap that forbids making namespaces: isolation that cannot nest,
-/// as inside a container without user namespaces.
-const NESTED_BWRAP: &[&str] = &[
-    "bwrap",
-    "--unshare-user",
-    "--disable-userns",
-    "--dev-bind",
-    "/",
-    "/",
-    "--",
-    "bwrap",
-    "--unshare-user",
-    "--dev-bind",
-    "/",
-    "/",
-    "--",
-];
+use tools_test_support::sandbox::{NESTED_BWRAP, bwrap_ready, recorder};
+use tools_test_support::{Transcript, snapshot_settings, write_files};
 
 /// What bubblewrap says when it cannot make a namespace differs between kernels; the
 /// snapshot keeps that it said something, after `bwrap: `.
@@ -75,24 +49,6 @@ fn write_project(root: &Path, sandbox: &[String], more: &str) {
             ("app.py", "x: int = 1\n"),
         ],
     );
-}
-
-/// A wrapper in `dir` that appends each command line it is given to `dir/record`, then runs
-/// it: put first in a prefix, the record is every start through the sandbox.
-fn recorder(dir: &Path) -> (String, PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
-    let record = dir.join("record");
-    let script = dir.join("record-and-run");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec \"$@\"\n",
-            record.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (script.display().to_string(), record)
 }
 
 /// `agent-tools serve` on `root` with its standard error read to the end by a task: what
@@ -159,7 +115,7 @@ async fn eval_9_a_sandbox_that_cannot_nest_is_reported_once_and_starts_nothing()
     }
     let recorder_dir = tempfile::tempdir().unwrap();
     let (script, record) = recorder(recorder_dir.path());
-    let mut prefix = vec![script];
+    let mut prefix = vec![script.display().to_string()];
     prefix.extend(NESTED_BWRAP.iter().map(|word| (*word).to_owned()));
     let (_dir, root) = folder();
     // Workers too: `cat` reads the brief and prints it back.

@@ -5,9 +5,9 @@
 //! neither, each answer saying why in the sandbox check's words.
 
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tools_process::{Sandbox, SandboxProblem};
-use tools_test_support::require;
+use tools_test_support::sandbox::{bwrap_ready, recorder};
 
 use crate::support::{Fixture, Server, assert_transcript, available, only, run};
 
@@ -24,34 +24,6 @@ def broken() -> int:
 
 /// What the sandboxed processes carry in their environment, set by bubblewrap inside.
 const INSIDE: &str = "AGENT_TOOLS_TEST_IN_BWRAP";
-
-/// Whether bubblewrap can make namespaces here (said loudly when not; fails under `CI=true`).
-fn bwrap_ready() -> bool {
-    let ready = std::process::Command::new("bwrap")
-        .args(["--dev-bind", "/", "/", "--unshare-pid", "--", "true"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    require("bubblewrap", ready, "apt-get install bubblewrap")
-}
-
-/// A wrapper in `dir` (outside the workspace) that appends its arguments, one command line a
-/// line, to `dir/record`, then runs them: the prefix's first word, so the record is every
-/// command line the sandbox was given.
-fn recorder(dir: &Path) -> (PathBuf, PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
-    let record = dir.join("record");
-    let script = dir.join("record-and-run");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec \"$@\"\n",
-            record.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (script, record)
-}
 
 /// The recorded command lines.
 fn recorded(record: &Path) -> Vec<String> {

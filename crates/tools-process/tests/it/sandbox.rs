@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use tools_process::{
     Command, Error, Sandbox, SandboxProblem, probe_sandbox, probe_sandbox_blocking,
 };
-use tools_test_support::{redact, require};
+use tools_test_support::redact;
+use tools_test_support::sandbox::{NESTED_BWRAP, bwrap_ready};
 
 fn sandbox(argv: &[&str]) -> Sandbox {
     Sandbox::new(argv.iter().map(|word| (*word).to_owned()).collect())
@@ -18,15 +19,6 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     (dir, root)
-}
-
-/// Whether bubblewrap can make namespaces here (said loudly when not; fails under `CI=true`).
-fn bwrap_ready() -> bool {
-    let ready = std::process::Command::new("bwrap")
-        .args(["--dev-bind", "/", "/", "--unshare-pid", "--", "true"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    require("bubblewrap", ready, "apt-get install bubblewrap")
 }
 
 /// A bubblewrap prefix in which the workspace is mounted at `/workspace` and nowhere else:
@@ -53,24 +45,6 @@ fn bwrap_at_workspace(root: &Path) -> Sandbox {
         "--",
     ])
 }
-
-/// Bubblewrap inside a bubblewrap that forbids making namespaces: isolation that cannot nest,
-/// as inside a container without user namespaces.
-const NESTED_BWRAP: &[&str] = &[
-    "bwrap",
-    "--unshare-user",
-    "--disable-userns",
-    "--dev-bind",
-    "/",
-    "/",
-    "--",
-    "bwrap",
-    "--unshare-user",
-    "--dev-bind",
-    "/",
-    "/",
-    "--",
-];
 
 #[tokio::test]
 async fn eval_9_a_prefix_that_keeps_the_workspace_at_its_own_path_passes() {
