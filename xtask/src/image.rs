@@ -496,7 +496,11 @@ fn daemon_answers() -> bool {
 /// fetch through the host's network instead (`docker build --network host`).
 fn start_daemon(root: &Path) -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt as _;
-    let log_path = root.join("target/image/dockerd.log");
+    // On a fresh checkout nothing under target/ exists yet: the daemon may be the first
+    // thing this command needs.
+    let dir = root.join("target/image");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let log_path = dir.join("dockerd.log");
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("cannot create {}", log_path.display()))?;
     println!("== dockerd --iptables=false (log: {})", log_path.display());
