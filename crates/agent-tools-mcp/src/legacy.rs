@@ -186,6 +186,18 @@ impl McpServer {
                 let settled = self.settled(&id, &context, Some(CANCEL_SETTLE)).await?;
                 dialect::legacy_task(&settled.task)
             }
+            // rmcp hands on a `tools/call` whose params it could not read as one (`arguments`
+            // an array, `name` missing): say what is wrong with the params, not the method.
+            "tools/call" => {
+                let message = serde_json::json!({"method": "tools/call", "params": request.params});
+                let text = match crate::jsonrpc::shape_error(&message) {
+                    Some((_, text)) => text,
+                    None => "`tools/call` takes `name` (the tool's name, a string) and \
+                             `arguments` (a JSON object of its named arguments)"
+                        .to_owned(),
+                };
+                return Err(McpError::invalid_params(text, None));
+            }
             _ => {
                 return Err(McpError::new(
                     rmcp::model::ErrorCode::METHOD_NOT_FOUND,

@@ -14,6 +14,7 @@ mod error;
 mod flight;
 mod http;
 mod instructions;
+mod jsonrpc;
 mod legacy;
 mod server;
 mod stdio;

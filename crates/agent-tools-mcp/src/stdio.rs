@@ -1,29 +1,25 @@
 //! The MCP stream over stdio, one JSON-RPC message per line, that answers every request: a
-//! line that cannot be read as a message (JSON nested past the parser's depth limit, a wrong
-//! type) gets a JSON-RPC error naming what was wrong, sent to the request's id, instead of
-//! being dropped with the client left waiting forever.
+//! line that cannot be read as a message gets the JSON-RPC error naming what was wrong
+//! instead of being dropped with the client left waiting forever. Text that is not JSON (or
+//! not UTF-8) gets -32700, a batch -32600, a `tools/call` whose `arguments` are not an object
+//! -32602, each to the request's id when it can be found and to `id: null` when not, as
+//! JSON-RPC 2.0 says; the stream goes on.
 
 use std::sync::{Arc, Mutex};
 
 use rmcp::ServiceExt;
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use crate::McpServer;
 use crate::dialect::{self, Dialect};
-
-/// JSON-RPC's code for text that is not JSON.
-const PARSE_ERROR: i64 = -32700;
-/// JSON-RPC's code for a request whose method is not known.
-const METHOD_NOT_FOUND: i64 = -32601;
-/// JSON-RPC's code for a request whose parameters do not fit its method.
-const INVALID_PARAMS: i64 = -32602;
+use crate::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND, PARSE_ERROR, error_answer, shape_error};
 
 /// A line-delimited JSON-RPC transport over a reader and a writer.
 pub struct LineTransport<R, W> {
-    lines: Lines<BufReader<R>>,
+    reader: BufReader<R>,
     writer: Arc<tokio::sync::Mutex<W>>,
     /// The 2025-11-25 task dialect, rewritten at this boundary (see [`dialect`]).
     dialect: Arc<Mutex<Dialect>>,
@@ -49,7 +45,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
     /// A transport reading messages from `reader` and writing them to `writer`.
     pub fn new(reader: R, writer: W) -> Self {
         LineTransport {
-            lines: BufReader::new(reader).lines(),
+            reader: BufReader::new(reader),
             writer: Arc::new(tokio::sync::Mutex::new(writer)),
             dialect: Arc::default(),
         }
@@ -83,33 +79,41 @@ where
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let mut bytes = Vec::new();
         loop {
-            let line = match self.lines.next_line().await {
-                Ok(Some(line)) => line,
-                Ok(None) => return None,
+            bytes.clear();
+            match self.reader.read_until(b'\n', &mut bytes).await {
+                Ok(0) => return None,
+                Ok(_) => {}
                 Err(error) => {
                     tracing::warn!(%error, "cannot read the MCP stream; ending the connection");
                     return None;
                 }
-            };
-            if line.trim().is_empty() {
-                continue;
             }
-            let line = inbound(&self.dialect, line);
-            match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(&line) {
-                Ok(message) => return Some(message),
-                Err(error) => {
-                    let Some(answer) = unreadable(&line, &error) else {
-                        tracing::warn!(%error, "dropped an unreadable notification");
-                        continue;
-                    };
-                    if let Ok(bytes) = serde_json::to_vec(&answer)
-                        && let Err(error) = write_line(&self.writer, bytes).await
-                    {
-                        tracing::warn!(%error, "cannot answer an unreadable request");
-                        return None;
+            let answer = match String::from_utf8(std::mem::take(&mut bytes)) {
+                Err(_) => Some(error_answer(
+                    None,
+                    PARSE_ERROR,
+                    "the line is not UTF-8 text; JSON-RPC messages are sent as UTF-8".to_owned(),
+                )),
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => {
+                    let line = inbound(&self.dialect, line);
+                    match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(&line) {
+                        Ok(message) => return Some(message),
+                        Err(error) => unreadable(&line, &error),
                     }
                 }
+            };
+            let Some(answer) = answer else {
+                tracing::warn!("dropped an unreadable notification");
+                continue;
+            };
+            if let Ok(bytes) = serde_json::to_vec(&answer)
+                && let Err(error) = write_line(&self.writer, bytes).await
+            {
+                tracing::warn!(%error, "cannot answer an unreadable request");
+                return None;
             }
         }
     }
@@ -150,28 +154,43 @@ fn outbound(
     serde_json::to_vec(&message).map_err(std::io::Error::other)
 }
 
-/// The error answer to a line that did not decode, when it carries a request id; a
-/// notification (no id) gets none, as JSON-RPC says.
+/// The error answer to a line that did not decode: to its id when one can be found, else
+/// to `id: null` for text that is not JSON or not one message; a notification (an object
+/// without an id) that does not fit gets none, as JSON-RPC says.
 fn unreadable(line: &str, error: &serde_json::Error) -> Option<Value> {
-    let id = request_id(line)?;
-    let (code, message) = match serde_json::from_str::<Value>(line) {
-        Err(json_error) => (
-            PARSE_ERROR,
-            format!(
-                "the request could not be read as JSON ({json_error}); JSON nested deeper than \
-                 128 levels is refused — send the arguments flatter"
-            ),
-        ),
-        Ok(_) if error.to_string().contains("unknown variant") => (
+    let message = match serde_json::from_str::<Value>(line) {
+        Err(json_error) => {
+            return Some(error_answer(
+                request_id(line),
+                PARSE_ERROR,
+                format!(
+                    "the line could not be read as JSON ({json_error}); send one JSON-RPC \
+                     message per line (JSON nested deeper than 128 levels is refused: send the \
+                     arguments flatter)"
+                ),
+            ));
+        }
+        Ok(message) => message,
+    };
+    let id = message.get("id").cloned();
+    if let Some((code, text)) = shape_error(&message) {
+        return match (&message, id) {
+            (Value::Object(_), None) => None,
+            (_, id) => Some(error_answer(id, code, text)),
+        };
+    }
+    let id = id?;
+    let (code, text) = match error.to_string().contains("unknown variant") {
+        true => (
             METHOD_NOT_FOUND,
             format!("the method is not one this server knows ({error})"),
         ),
-        Ok(_) => (
+        false => (
             INVALID_PARAMS,
             format!("the request's params do not fit its method: {error}"),
         ),
     };
-    Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+    Some(error_answer(Some(id), code, text))
 }
 
 /// The `id` of a JSON-RPC request, found without parsing the whole line (which may be too deep
@@ -229,6 +248,7 @@ fn scalar(text: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn nested(depth: usize) -> String {
         format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
@@ -275,10 +295,13 @@ mod tests {
         );
         let wrong = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"#;
         let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
-        let input = format!("{deep}\n{wrong}\n\n{ping}\n");
+        let batch = format!("[{ping}]");
+        let not_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"\xff\"}";
+        let mut input = format!("{deep}\n{wrong}\n\n{{not json\n{batch}\n").into_bytes();
+        input.extend_from_slice(not_utf8);
+        input.extend_from_slice(format!("\n{ping}\n").as_bytes());
         let (client, server_out) = tokio::io::duplex(1 << 16);
-        let mut transport =
-            LineTransport::new(std::io::Cursor::new(input.into_bytes()), server_out);
+        let mut transport = LineTransport::new(std::io::Cursor::new(input), server_out);
         let message = transport.receive().await.unwrap();
         assert!(format!("{message:?}").contains("Ping"), "{message:?}");
         assert!(
@@ -295,10 +318,21 @@ mod tests {
             .lines()
             .map(|line| serde_json::from_str(line).unwrap())
             .collect();
-        assert_eq!(answers.len(), 2, "{written}");
-        assert_eq!(answers[0]["id"], json!(1));
-        assert_eq!(answers[0]["error"]["code"], json!(PARSE_ERROR));
-        assert_eq!(answers[1]["id"], json!(2));
-        assert_eq!(answers[1]["error"]["code"], json!(PARSE_ERROR));
+        let shown: Vec<(Value, Value)> = answers
+            .iter()
+            .map(|answer| (answer["id"].clone(), answer["error"]["code"].clone()))
+            .collect();
+        // JSON-RPC 2.0: the request's id when it can be read, else null.
+        assert_eq!(
+            shown,
+            vec![
+                (json!(1), json!(PARSE_ERROR)),
+                (json!(2), json!(PARSE_ERROR)),
+                (Value::Null, json!(PARSE_ERROR)),
+                (Value::Null, json!(crate::jsonrpc::INVALID_REQUEST)),
+                (Value::Null, json!(PARSE_ERROR)),
+            ],
+            "{written}"
+        );
     }
 }

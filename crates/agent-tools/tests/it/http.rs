@@ -201,6 +201,20 @@ async fn prod_2_http_refuses_with_the_right_status_and_goes_on_serving() {
         let reply = post(&serve, &headers, &body).await;
         transcript.push_str(&shown(case, &reply, header));
     }
+    let listed = post_modern(
+        &serve,
+        &modern(
+            9,
+            "tools/call",
+            json!({"name": "read", "arguments": [1, 2]}),
+        ),
+    )
+    .await;
+    transcript.push_str(&shown(
+        "arguments that are not an object",
+        &listed,
+        "content-type",
+    ));
     let elsewhere = request(&serve.addr, "GET", "/", &[], b"").await;
     transcript.push_str(&shown(
         "a path that is not /mcp",

@@ -295,6 +295,11 @@ impl Raw {
         self.stdin.flush().await.unwrap();
     }
 
+    async fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
     async fn answer(&mut self) -> Value {
         let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
             .await
@@ -307,6 +312,7 @@ impl Raw {
 
 #[tokio::test]
 async fn a_request_nested_too_deep_to_parse_is_answered_and_the_server_goes_on() {
+    // What no method takes is answered as JSON-RPC 2.0 says (issue 39).
     let dir = crate::support::workspace();
     let mut raw = Raw::start(dir.path()).await;
     let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
@@ -330,6 +336,47 @@ async fn a_request_nested_too_deep_to_parse_is_answered_and_the_server_goes_on()
         .unwrap_or_default()
         .to_owned();
     assert!(text.contains("field `path`"), "{answer}");
+    // Text that is not JSON, bytes that are not UTF-8 and a batch are answered as JSON-RPC
+    // 2.0 says, to `id: null`; arguments that are not an object are named.
+    raw.send_line("{not json").await;
+    let answer = raw.answer().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (Value::Null, json!(-32700)),
+        "{answer}"
+    );
+    raw.send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"\xff\"}\n")
+        .await;
+    let answer = raw.answer().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (Value::Null, json!(-32700)),
+        "{answer}"
+    );
+    raw.send(json!([{"jsonrpc": "2.0", "id": 11, "method": "ping"}]))
+        .await;
+    let answer = raw.answer().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (Value::Null, json!(-32600)),
+        "{answer}"
+    );
+    raw.send(json!({"jsonrpc": "2.0", "id": 12, "method": "tools/call",
+        "params": {"name": "read", "arguments": [1, 2]}}))
+        .await;
+    let answer = raw.answer().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!(12), json!(-32602)),
+        "{answer}"
+    );
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("`arguments` must be a JSON object"),
+        "{answer}"
+    );
     // And the stream goes on.
     raw.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
         "params": {"name": "read", "arguments": {"path": "notes.txt"}}}))
