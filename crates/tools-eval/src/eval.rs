@@ -6,10 +6,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tools_core::{
-    ArgumentError, CallContext, Lane, Tier, Tool, ToolError, ToolOutput, schema_for,
-    schema_signature,
-};
+use tools_core::{CallContext, Lane, Tier, Tool, ToolError, ToolOutput};
 
 use crate::EvalOptions;
 use crate::kernel::{Ending, Kernel};
@@ -27,7 +24,8 @@ use crate::kernels::Kernels;
 pub struct EvalInput {
     /// The cell's code.
     pub code: String,
-    /// What the cell does, 5–10 words (its label in the transcript).
+    /// What the cell does, 5–10 words (its label in the transcript; another length is noted,
+    /// not refused).
     pub description: String,
     /// Default `python`.
     #[serde(default)]
@@ -80,6 +78,10 @@ pub struct EvalOutput {
     pub output_cut_bytes: u64,
     /// How long the cell ran, in milliseconds.
     pub duration_ms: u64,
+    /// A note on the call itself: a description outside the 5–10 words a label reads best in
+    /// (the cell ran all the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description_note: Option<String>,
 }
 
 /// The `eval` tool, bound to a run's kernels.
@@ -96,21 +98,20 @@ impl Eval {
     }
 }
 
-/// EVAL-2: the description is the transcript's label, 5–10 words.
-fn check_description(description: &str) -> Result<(), ToolError> {
+/// EVAL-2: the description is the transcript's label, and 5–10 words are what a good label
+/// looks like; a label outside them is no reason to refuse a cell (SPEC: "EVAL-2's 5–10 words
+/// are what a good label looks like, not a reason to refuse a cell"), so the cell runs and the
+/// result carries this note.
+fn description_note(description: &str) -> Option<String> {
     let words = description.split_whitespace().count();
     if (5..=10).contains(&words) {
-        return Ok(());
+        return None;
     }
-    Err(ToolError::Arguments(ArgumentError {
-        tool: "eval".to_owned(),
-        field: "description".to_owned(),
-        problem: format!(
-            "the description must be 5–10 words saying what the cell does (the transcript's \
-             label, e.g. \"load the sales data and plot it\"); `{description}` has {words}"
-        ),
-        expected: schema_signature(&schema_for::<EvalInput>()),
-    }))
+    Some(format!(
+        "the description has {words} word{}; the cell ran, and a label of 5–10 words saying what \
+         it does (e.g. \"load the sales data and plot it\") reads best in the transcript",
+        if words == 1 { "" } else { "s" }
+    ))
 }
 
 impl Tool for Eval {
@@ -134,7 +135,7 @@ impl Tool for Eval {
         context: CallContext,
         input: EvalInput,
     ) -> Result<ToolOutput<EvalOutput>, ToolError> {
-        check_description(&input.description)?;
+        let description_note = description_note(&input.description);
         let language = input.language;
         let mut live = self.kernels.live.lock().await;
         if input.reset {
@@ -200,6 +201,7 @@ impl Tool for Eval {
             images: cell.images.len(),
             output_cut_bytes: cell.transcript.cut_bytes(),
             duration_ms: duration.as_millis() as u64,
+            description_note: description_note.clone(),
         };
         if let Some(why) = outcome.kernel_lost {
             if let Some(kernel) = live.remove(&language) {
@@ -208,6 +210,9 @@ impl Tool for Eval {
             self.kernels.lost.lock().await.insert(language, why);
         }
         text.push_str(&outcome.text);
+        if let Some(note) = &description_note {
+            text.push_str(&format!("\n[note: {note}]"));
+        }
         if outcome.failed {
             return Err(ToolError::failed(text));
         }
@@ -324,12 +329,19 @@ mod tests {
     use crate::kernel::Stop;
 
     #[test]
-    fn eval_2_description_must_be_five_to_ten_words() {
-        assert!(check_description("load the data and plot it").is_ok());
-        let error = check_description("plot").unwrap_err().to_string();
-        assert!(error.contains("field `description`"), "{error}");
-        assert!(error.contains("5–10 words"), "{error}");
-        assert!(check_description(&"word ".repeat(11)).is_err());
+    fn eval_2_a_description_outside_five_to_ten_words_is_noted_not_refused() {
+        assert_eq!(description_note("load the data and plot it"), None);
+        let note = description_note("plot").unwrap();
+        assert!(
+            note.starts_with("the description has 1 word; the cell ran"),
+            "{note}"
+        );
+        assert!(
+            description_note(&"word ".repeat(11))
+                .unwrap()
+                .contains("11 words")
+        );
+        assert!(description_note("").unwrap().contains("0 words"));
     }
 
     fn check(printed: &str, ending: Ending, expect: &str) {
