@@ -354,10 +354,22 @@ impl<T: Tool> AnyTool for T {
 
     fn output_schema(&self) -> serde_json::Map<String, Value> {
         // A writing tool's result gains `diagnostics` (LSP-6), declared here once for all.
-        match T::WRITES_FILES {
+        let mut schema = match T::WRITES_FILES {
             true => output_schema_for::<crate::written::Written<T::Output>>(),
             false => output_schema_for::<T::Output>(),
+        };
+        // Every result may say which client-added fields its call ran without.
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            properties.insert(
+                IGNORED_FIELD.to_owned(),
+                serde_json::json!({
+                    "description": "Fields the client added to the call that the tool does not take, which it ran without.",
+                    "type": "array",
+                    "items": {"type": "string"},
+                }),
+            );
         }
+        schema
     }
 
     fn prepare(
@@ -389,6 +401,10 @@ impl<T: Tool> AnyTool for T {
         };
         let mut arguments = arguments;
         let schema = schema_for::<T::Input>();
+        let ignored = drop_injected(&mut arguments, &schema);
+        // Building the output schema costs; only a call that carried such a field needs it.
+        let structured_note =
+            !ignored.is_empty() && self.output_schema().contains_key("properties");
         absent_when_null(&mut arguments, &schema);
         let unlisted = unlisted_fields(&arguments, &schema);
         let given = arguments.clone();
@@ -431,8 +447,10 @@ impl<T: Tool> AnyTool for T {
                                     ),
                                 }
                             })?;
+                        let (text, structured) =
+                            note_ignored(output.text, structured, &ignored, structured_note);
                         Ok(ToolResult {
-                            text: output.text,
+                            text,
                             structured: Some(structured),
                             images: output.images,
                             is_error: false,
@@ -446,6 +464,64 @@ impl<T: Tool> AnyTool for T {
         });
         Ok(PreparedCall { writes, check })
     }
+}
+
+/// Fields that clients add to every tool's arguments on their own, with who adds them: they
+/// are not the model's, so a call that carries one is run without it and says so, rather
+/// than refused (a refusal the model can do nothing about).
+const INJECTED: &[(&str, &str)] = &[(
+    "wait_for_previous",
+    "Gemini CLI adds it to every tool's schema and call",
+)];
+
+/// Removes the [`INJECTED`] fields the tool's schema does not list; the names removed.
+fn drop_injected(
+    arguments: &mut Value,
+    schema: &serde_json::Map<String, Value>,
+) -> Vec<&'static str> {
+    let listed = schema.get("properties").and_then(Value::as_object);
+    let Some(fields) = arguments.as_object_mut() else {
+        return Vec::new();
+    };
+    INJECTED
+        .iter()
+        .filter(|(name, _)| listed.is_none_or(|listed| !listed.contains_key(*name)))
+        .filter_map(|(name, _)| fields.remove(*name).map(|_| *name))
+        .collect()
+}
+
+/// Where a result's structure says which client-added fields its call ran without.
+const IGNORED_FIELD: &str = "ignored_arguments";
+
+/// A result that says which client-added fields its call ran without, in its text and, when
+/// its output schema has named fields (`in_structure`), in its structure.
+fn note_ignored(
+    mut text: String,
+    mut structured: Value,
+    ignored: &[&str],
+    in_structure: bool,
+) -> (String, Value) {
+    if ignored.is_empty() {
+        return (text, structured);
+    }
+    let named: Vec<String> = ignored
+        .iter()
+        .map(|name| {
+            let who = INJECTED
+                .iter()
+                .find(|(injected, _)| injected == name)
+                .map_or("", |(_, who)| *who);
+            format!("`{name}` ({who})")
+        })
+        .collect();
+    text.push_str(&format!(
+        "\n[note: ran without {}, which the tool does not take]",
+        named.join(", ")
+    ));
+    if in_structure && let Some(fields) = structured.as_object_mut() {
+        fields.insert(IGNORED_FIELD.to_owned(), serde_json::json!(ignored));
+    }
+    (text, structured)
 }
 
 /// Drops every optional field sent as `null`, as the schema says which are optional: an
@@ -465,7 +541,11 @@ fn absent_when_null(value: &mut Value, schema: &serde_json::Map<String, Value>) 
                     .and_then(Value::as_array)
                     .is_some_and(|names| names.iter().any(|n| n == name))
             };
-            fields.retain(|name, field| !field.is_null() || required(name));
+            // Only a field the schema lists is absent when null: an unknown one (`$schema`,
+            // `__proto__`) is kept, and refused by name like any unknown field.
+            fields.retain(|name, field| {
+                !field.is_null() || required(name) || !properties.contains_key(name)
+            });
             for (name, field) in fields.iter_mut() {
                 if let Some(Value::Object(property)) = properties.get(name) {
                     absent_when_null(field, property);

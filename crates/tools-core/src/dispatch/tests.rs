@@ -254,12 +254,44 @@ async fn core_7_bad_arguments_name_the_field_and_the_expected_shape() {
             json!("text"),
             "bad arguments for `peek`: the arguments are a string, not an object of named fields",
         ),
+        // An unknown field is refused whatever its value, `null` included (issue 39).
+        (
+            json!({"text": "a", "$schema": null}),
+            "bad arguments for `peek`: field `$schema`: unknown field `$schema`, expected `text` or `items`",
+        ),
+        (
+            json!({"text": "a", "__proto__": null}),
+            "bad arguments for `peek`: field `__proto__`: unknown field `__proto__`, expected `text` or `items`",
+        ),
+        (
+            json!({"text": "a", "": null}),
+            "bad arguments for `peek`: unknown field ``, expected `text` or `items`",
+        ),
     ];
     for (arguments, message) in cases {
         let result = call(&d, "peek", arguments).await;
         assert!(result.is_error);
         assert_eq!(result.text, format!("{message}; {expected}"));
     }
+}
+
+#[tokio::test]
+async fn a_field_a_client_adds_to_every_call_is_ignored_and_said_so() {
+    let d = dispatcher_with(None, allow_all(), |_| {});
+    let result = call(&d, "peek", json!({"text": "hi", "wait_for_previous": true})).await;
+    assert!(!result.is_error, "{}", result.text);
+    assert_eq!(
+        result.text,
+        "hi\n[note: ran without `wait_for_previous` (Gemini CLI adds it to every tool's schema \
+         and call), which the tool does not take]"
+    );
+    assert_eq!(
+        result.structured,
+        Some(json!({"text": "hi", "ignored_arguments": ["wait_for_previous"]}))
+    );
+    // Optional fields the schema lists still read `null` as absent.
+    let result = call(&d, "peek", json!({"text": "hi", "items": null})).await;
+    assert!(!result.is_error, "{}", result.text);
 }
 
 #[tokio::test]
@@ -1044,8 +1076,9 @@ fn lsp_6_a_writing_tools_output_schema_gains_the_optional_diagnostics_report() {
     let properties = writes["properties"].as_object().unwrap();
     assert_eq!(
         properties.keys().collect::<Vec<_>>(),
-        ["text", "diagnostics"],
-        "the tool's own fields and the report, side by side"
+        ["text", "diagnostics", "ignored_arguments"],
+        "the tool's own fields and the report, side by side (and what every result may say of \
+         fields its client added)"
     );
     assert_eq!(
         writes["required"],
