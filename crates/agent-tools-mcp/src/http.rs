@@ -83,6 +83,13 @@ pub enum HttpError {
          AGENT_TOOLS_TOKEN; or bind 127.0.0.1"
     )]
     NoToken { addr: SocketAddr },
+    /// `--allow-host '*'` without a token.
+    #[error(
+        "`--allow-host '*'` admits any Host, so a web page that rebinds its own name to this \
+         address could reach the server; it needs a bearer token then (`--token-file FILE` or \
+         AGENT_TOOLS_TOKEN), or name the hosts with `--allow-host NAME`"
+    )]
+    AnyHostNoToken,
     /// The address could not be bound.
     #[error("cannot listen on {addr}")]
     Bind {
@@ -114,6 +121,11 @@ impl HttpServer {
         let addr = options.addr;
         if !addr.ip().is_loopback() && options.token.is_none() {
             return Err(HttpError::NoToken { addr });
+        }
+        // On loopback the Host check is what keeps a page that rebinds its name to 127.0.0.1
+        // out; admitting any host leaves only the token to do it.
+        if options.allow_hosts.iter().any(|host| host == "*") && options.token.is_none() {
+            return Err(HttpError::AnyHostNoToken);
         }
         let listener = TcpListener::bind(addr)
             .await
@@ -156,9 +168,21 @@ impl HttpServer {
         self.local
     }
 
-    /// The MCP endpoint's URL, as printed when the server is ready.
+    /// The MCP endpoint's URL, as printed when the server is ready: one a client on this
+    /// machine can use, so a server bound to every address names loopback (its guard does not
+    /// answer to `0.0.0.0`, which browsers take for this machine).
     pub fn url(&self) -> String {
-        format!("http://{}{ENDPOINT}", self.local)
+        let mut reachable = self.local;
+        match reachable.ip() {
+            std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+                reachable.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+                reachable.set_ip(std::net::Ipv6Addr::LOCALHOST.into());
+            }
+            _ => {}
+        }
+        format!("http://{reachable}{ENDPOINT}")
     }
 
     /// Stops accepting, ends every session and stream, and waits up to `grace` for the
@@ -313,7 +337,11 @@ impl State {
         let mut service = self.service.clone();
         let Ok(response) = tower_service::Service::call(&mut service, request).await;
         if deleting {
-            if let Some(id) = &asked {
+            // Only a session rmcp did end leaves the watch; a refused DELETE (a wrong version
+            // header) leaves it to the idle sweep.
+            if let Some(id) = &asked
+                && response.status().is_success()
+            {
                 self.sessions.ended(id);
             }
             return response;

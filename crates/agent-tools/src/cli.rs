@@ -332,7 +332,13 @@ async fn serve_http(args: ServeArgs) -> anyhow::Result<u8> {
     let url = http.url();
     tracing::info!(root = %settings.root.display(), surface = %settings.surface, approval = %settings.approval, %url, "serving over HTTP");
     // The line a supervisor waits for, on its own (not a log line, whose format may change).
-    eprintln!("listening on {url}");
+    match addr.ip().is_unspecified() {
+        true => eprintln!(
+            "listening on {url} (and on every address: {})",
+            http.local_addr()
+        ),
+        false => eprintln!("listening on {url}"),
+    }
     if let Some(file) = &args.ready_file {
         write_ready_file(file, &url)?;
     }

@@ -282,6 +282,19 @@ async fn prod_2_off_loopback_needs_a_token_and_a_token_is_never_an_argument() {
             vec![],
         ),
         (
+            "any host on loopback, no token",
+            vec![
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--root",
+                root,
+                "--allow-host",
+                "*",
+            ],
+            vec![],
+        ),
+        (
             "a token too short to guard",
             vec![
                 "serve",
@@ -603,4 +616,52 @@ async fn prod_2_notifications_cancelled_ends_a_sessions_call_and_its_processes()
         .expect("the cancelled call's stream never ended")
         .unwrap();
     assert_eq!(ended.status, 200, "{ended:?}");
+}
+
+#[tokio::test]
+async fn prod_2_a_server_on_every_address_names_a_url_it_answers_to() {
+    let root = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    let mut child = tokio::process::Command::new(agent_tools_binary())
+        .args(["serve", "--http", "0.0.0.0:0", "--root"])
+        .arg(root.path())
+        .arg("--ready-file")
+        .arg(&ready)
+        .env("AGENT_TOOLS_TOKEN", TOKEN)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(url) = std::fs::read_to_string(&ready) {
+                break url.trim().to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("not ready in 30 s");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let authorization = format!("Bearer {TOKEN}");
+    let opened = request(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &authorization),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        &initialize(1),
+    )
+    .await;
+    assert_eq!(
+        opened.status, 200,
+        "the URL it wrote is refused: {opened:?}"
+    );
+    child.kill().await.unwrap();
 }
