@@ -330,7 +330,10 @@ class RemoteRun:
             ),
             "io.modelcontextprotocol/clientInfo": {"name": "agent-tools-python", "version": __version__},
         }
-        if progress is not None:
+        # A call always carries a progress token: the server then reports a long call at least
+        # every 10 s, which keeps a proxy's idle timeout (a sandbox's port URL) from cutting it;
+        # without a callback the reports are read and dropped.
+        if progress is not None or method == "tools/call":
             meta["progressToken"] = f"python-{number}"
         body = json.dumps(
             {"jsonrpc": "2.0", "id": number, "method": method, "params": {**params, "_meta": meta}}
