@@ -32,6 +32,33 @@ pub const NESTED_BWRAP: &[&str] = &[
     "--",
 ];
 
+/// A bubblewrap prefix in which the workspace `root` is mounted at `/workspace` and nowhere
+/// else (the system's programs, but not the host's folders): one that maps paths elsewhere.
+pub fn bwrap_at_workspace(root: &Path) -> Vec<String> {
+    let root = root.display().to_string();
+    [
+        "bwrap",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--bind",
+        &root,
+        "/workspace",
+        "--",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 /// A wrapper in `dir` (outside the workspace) that appends each command line it is given to
 /// `dir/record`, then runs it: put first in a prefix, the record is every start through the
 /// sandbox. Returns the wrapper's path and the record's.

@@ -126,6 +126,22 @@ async fn prod_2_the_typescript_sdk_does_the_same_over_streamable_http() {
 /// The MCP Inspector's CLI, pinned; `cargo xtask setup` installs it under `.tools/inspector`.
 const INSPECTOR: &str = "2.12.0";
 
+/// Whether the pinned Inspector is installed (said loudly when not; fails under `CI=true`).
+fn inspector_installed() -> bool {
+    let installed = std::fs::read_to_string(
+        repo_root()
+            .join(".tools/inspector/node_modules/@modelcontextprotocol/inspector/package.json"),
+    )
+    .is_ok_and(|package| package.contains(&format!("\"version\": \"{INSPECTOR}\"")));
+    require(
+        "the MCP Inspector",
+        installed,
+        &format!(
+            "npm install --prefix .tools/inspector @modelcontextprotocol/inspector@{INSPECTOR}"
+        ),
+    )
+}
+
 /// One `mcp-inspector --cli` run against `serve` in `root`: its exit status, stdout (the
 /// method's result as JSON) and the stderr lines that are not the server's own log.
 async fn inspector(
@@ -162,18 +178,7 @@ async fn inspector(
 #[tokio::test]
 async fn the_inspector_cli_lists_strictly_and_calls_the_matrix() {
     let bin = repo_root().join(".tools/inspector/node_modules/.bin/mcp-inspector");
-    let installed = std::fs::read_to_string(
-        repo_root()
-            .join(".tools/inspector/node_modules/@modelcontextprotocol/inspector/package.json"),
-    )
-    .is_ok_and(|package| package.contains(&format!("\"version\": \"{INSPECTOR}\"")));
-    if !require(
-        "the MCP Inspector",
-        installed,
-        &format!(
-            "npm install --prefix .tools/inspector @modelcontextprotocol/inspector@{INSPECTOR}"
-        ),
-    ) {
+    if !inspector_installed() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -313,22 +318,13 @@ async fn the_inspector_cli_lists_strictly_and_calls_the_matrix() {
 #[tokio::test]
 async fn prod_2_the_inspector_cli_lists_strictly_and_calls_over_streamable_http() {
     let bin = repo_root().join(".tools/inspector/node_modules/.bin/mcp-inspector");
-    let installed = std::fs::read_to_string(
-        repo_root()
-            .join(".tools/inspector/node_modules/@modelcontextprotocol/inspector/package.json"),
-    )
-    .is_ok_and(|package| package.contains(&format!("\"version\": \"{INSPECTOR}\"")));
-    if !require(
-        "the MCP Inspector",
-        installed,
-        &format!(
-            "npm install --prefix .tools/inspector @modelcontextprotocol/inspector@{INSPECTOR}"
-        ),
-    ) || !require(
-        "basedpyright",
-        available(LanguageServer::Basedpyright),
-        LanguageServer::Basedpyright.install(),
-    ) {
+    if !inspector_installed()
+        || !require(
+            "basedpyright",
+            available(LanguageServer::Basedpyright),
+            LanguageServer::Basedpyright.install(),
+        )
+    {
         return;
     }
     let project = python_project(&[("app.py", "def area(side):\n    return side * side\n")]);

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use crate::support::{Client, MARK, Server, agent_tools_binary, unique_mark, until_processes};
-use tools_test_support::sandbox::{NESTED_BWRAP, bwrap_ready, recorder};
+use tools_test_support::sandbox::{NESTED_BWRAP, bwrap_at_workspace, bwrap_ready, recorder};
 use tools_test_support::{Transcript, snapshot_settings, write_files};
 
 /// What bubblewrap says when it cannot make a namespace differs between kernels; the
@@ -178,28 +178,7 @@ async fn eval_9_a_sandbox_that_maps_the_workspace_elsewhere_is_refused_saying_wh
         return;
     }
     let (_dir, root) = folder();
-    let shown = root.display().to_string();
-    let prefix: Vec<String> = [
-        "bwrap",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--bind",
-        &shown,
-        "/workspace",
-        "--",
-    ]
-    .map(str::to_owned)
-    .to_vec();
+    let prefix = bwrap_at_workspace(&root);
     write_project(&root, &prefix, "");
     let (server, log) = serve_with_log(&root).await;
     let mut t = Transcript::new(&root);

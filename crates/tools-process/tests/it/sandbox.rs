@@ -8,7 +8,7 @@ use tools_process::{
     Command, Error, Sandbox, SandboxProblem, probe_sandbox, probe_sandbox_blocking,
 };
 use tools_test_support::redact;
-use tools_test_support::sandbox::{NESTED_BWRAP, bwrap_ready};
+use tools_test_support::sandbox::{self, NESTED_BWRAP, bwrap_ready};
 
 fn sandbox(argv: &[&str]) -> Sandbox {
     Sandbox::new(argv.iter().map(|word| (*word).to_owned()).collect())
@@ -21,29 +21,9 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
-/// A bubblewrap prefix in which the workspace is mounted at `/workspace` and nowhere else:
-/// the system's programs, but not the host's folders.
+/// A bubblewrap prefix in which the workspace is mounted at `/workspace` and nowhere else.
 fn bwrap_at_workspace(root: &Path) -> Sandbox {
-    let root = root.display().to_string();
-    sandbox(&[
-        "bwrap",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--bind",
-        &root,
-        "/workspace",
-        "--",
-    ])
+    Sandbox::new(sandbox::bwrap_at_workspace(root))
 }
 
 #[tokio::test]
