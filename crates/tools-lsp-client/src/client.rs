@@ -112,6 +112,15 @@ pub struct Published {
     /// The document version the last publish was for, when the server said.
     pub version: Option<i32>,
     pub diagnostics: Vec<Diagnostic>,
+    /// How many of the server's own checks had begun when it came.
+    pub check: u64,
+}
+
+/// Whether every diagnostic of `late` is in `kept`, and `kept` has more: within one run of a
+/// check that only adds findings (rust-analyzer's flycheck, after it cleared the previous
+/// run's at its first finding), such a publish is an earlier state that arrived late.
+fn strict_subset(late: &[Diagnostic], kept: &[Diagnostic]) -> bool {
+    late.len() < kept.len() && late.iter().all(|diagnostic| kept.contains(diagnostic))
 }
 
 impl Shared {
@@ -421,12 +430,28 @@ impl Shared {
                     .and_then(|v| i32::try_from(v).ok());
                 tracing::debug!(%uri, ?version, count = diagnostics.len(), "diagnostics published");
                 tracing::trace!(%uri, diagnostics = ?diagnostics.iter().map(|d| (d.range.start.line, d.severity, &d.message)).collect::<Vec<_>>(), "published");
+                let reorders = self.check.publishes_reorder();
                 self.update(|state| {
-                    state.publishes += 1;
+                    let check = state.checks_begun;
                     let entry = state.diagnostics.entry(uri).or_default();
+                    if reorders
+                        && entry.count > 0
+                        && entry.check == check
+                        && entry.version == version
+                        && strict_subset(&diagnostics, &entry.diagnostics)
+                    {
+                        tracing::debug!(
+                            count = diagnostics.len(),
+                            kept = entry.diagnostics.len(),
+                            "an earlier state of the check arrived late; ignored"
+                        );
+                        return;
+                    }
                     entry.count += 1;
                     entry.version = version;
                     entry.diagnostics = diagnostics;
+                    entry.check = check;
+                    state.publishes += 1;
                 });
             }
             "window/showMessage" | "window/logMessage" => {
@@ -658,6 +683,51 @@ mod tests {
             json!({"type": 3, "message": "Found 8 source files"}),
         ));
         assert!(shared.state().ready_logged);
+    }
+
+    /// A publish of `file:///project/tests/a.rs` with `lines` errors (one per line).
+    fn publish(lines: std::ops::Range<u32>) -> AnyNotification {
+        let diagnostics: Vec<Value> = lines
+            .map(|line| {
+                json!({
+                    "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 1}},
+                    "severity": 1,
+                    "message": "this function takes 2 arguments but 1 argument was supplied"
+                })
+            })
+            .collect();
+        notification(
+            "textDocument/publishDiagnostics",
+            json!({"uri": "file:///project/tests/a.rs", "diagnostics": diagnostics}),
+        )
+    }
+
+    fn kept(shared: &Shared) -> usize {
+        let uri = Url::parse("file:///project/tests/a.rs").unwrap();
+        shared.published(&uri).unwrap().diagnostics.len()
+    }
+
+    #[test]
+    fn lsp_6_a_late_earlier_state_of_a_check_does_not_replace_the_later_one() {
+        let shared = shared(None);
+        let begin = json!({"token": "rust-analyzer/flycheck/0", "value": {"kind": "begin", "title": "cargo check"}});
+        shared.take(&notification("$/progress", begin.clone()));
+        // rust-analyzer's worker pool delivered the 6-finding state before the 3-finding one.
+        shared.take(&publish(0..6));
+        shared.take(&publish(0..3));
+        assert_eq!(kept(&shared), 6);
+        // A later state of the same check still replaces it.
+        shared.take(&publish(0..8));
+        assert_eq!(kept(&shared), 8);
+        // The next check starts from what it finds: fewer findings are the truth then.
+        let end = json!({"token": "rust-analyzer/flycheck/0", "value": {"kind": "end"}});
+        shared.take(&notification("$/progress", end));
+        shared.take(&notification("$/progress", begin));
+        shared.take(&publish(0..2));
+        assert_eq!(kept(&shared), 2);
+        // A publish that is not a subset (a finding it did not have) is never taken for late.
+        shared.take(&publish(5..6));
+        assert_eq!(kept(&shared), 1);
     }
 
     #[test]

@@ -92,6 +92,15 @@ pub enum Check {
 }
 
 impl Check {
+    /// Whether two publishes of one file can arrive swapped: rust-analyzer serializes each
+    /// publish on its worker pool, so while its check streams findings in, a publish of an
+    /// earlier, smaller state of a file can land after the later one (seen: a file's 6
+    /// findings, then its 3). Such a late publish is a strict subset of the kept one within
+    /// the same check, and is ignored.
+    pub fn publishes_reorder(&self) -> bool {
+        matches!(self, Check::OnSave { .. })
+    }
+
     /// Whether a progress token is this check's.
     pub fn is_check_token(&self, token: &str) -> bool {
         match self {

@@ -253,11 +253,15 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
             break;
         }
     }
-    let mut diagnostics = shared
-        .published(&sent.uri)
-        .map(|published| published.diagnostics)
-        .unwrap_or_default();
-    // The server's own analysis is pulled on top; its publishes carry only its checks'.
+    let published = || {
+        shared
+            .published(&sent.uri)
+            .map(|published| published.diagnostics)
+            .unwrap_or_default()
+    };
+    // The server's own analysis is pulled on top; its publishes carry only its checks'. They
+    // are read after the pull: rust-analyzer serializes publishes on the worker pool that
+    // answers the pull, so the check's last publishes, queued before it, have landed by then.
     if pull == Pull::Analysis {
         let remaining = deadline.saturating_duration_since(Instant::now());
         match session
@@ -276,13 +280,19 @@ async fn settle(sent: Sent<'_>, deadline: Instant, bound: Duration) -> Outcome {
                         sent.text,
                     );
                 }
+                let mut diagnostics = published();
                 diagnostics.extend(analysis);
+                return Outcome {
+                    diagnostics: merge_passes(diagnostics),
+                    unchecked: None,
+                    text: sent.text,
+                };
             }
             None => return unsettled(&sent, bound),
         }
     }
     Outcome {
-        diagnostics: merge_passes(diagnostics),
+        diagnostics: merge_passes(published()),
         unchecked: None,
         text: sent.text,
     }
