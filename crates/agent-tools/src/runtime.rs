@@ -23,6 +23,7 @@ pub struct RunBuilder {
     questions: Option<Arc<Questions>>,
     conversation: Option<String>,
     sandbox: Option<Sandbox>,
+    state_base: Option<PathBuf>,
     /// The families bound so far, by name, each ready to register its tools over its
     /// resource.
     families: BTreeMap<&'static str, BoundFamily>,
@@ -40,6 +41,7 @@ impl RunBuilder {
             questions: None,
             conversation: None,
             sandbox: None,
+            state_base: None,
             families: BTreeMap::new(),
         }
     }
@@ -75,12 +77,20 @@ impl RunBuilder {
         self
     }
 
+    /// Keeps the run's state under `base` (`--state-dir`, `[vibe] state_dir`) rather than
+    /// the default state folder.
+    pub fn with_state_base(mut self, base: Option<PathBuf>) -> Self {
+        self.state_base = base;
+        self
+    }
+
     /// The registry of every tool whose resource is bound: each bound family in the order of
     /// the family list.
     pub fn registry(self) -> Registry {
         let mut run = Run::new(self.workspace)
             .with_questions(self.questions)
-            .with_sandbox(self.sandbox);
+            .with_sandbox(self.sandbox)
+            .with_state_base(self.state_base);
         if let Some(id) = self.conversation {
             run = run.with_conversation(id);
         }
@@ -155,6 +165,9 @@ pub struct Settings {
     pub how_to_allow: String,
     /// Each built-in family's config table (`[lsp]`, `[eval]`, …), parsed and checked.
     pub families: FamilyConfigs,
+    /// Where the run's state folder goes (`--state-dir`, else `[vibe] state_dir`), when
+    /// chosen; the default state folder otherwise.
+    pub state_base: Option<PathBuf>,
 }
 
 impl Settings {
@@ -179,6 +192,7 @@ impl Settings {
                 .map(Sandbox::new),
             how_to_allow: tools_core::ALLOW_WITH_FLAG.to_owned(),
             families: config.families.clone(),
+            state_base: None,
         })
     }
 
@@ -207,7 +221,12 @@ impl Settings {
             if let Some(dir) = &options.state_dir {
                 vibe.state_dir = Some(dir.clone());
             }
+            settings.state_base = vibe.state_dir.clone();
             settings.families.set::<VibeFamily>(vibe);
+        }
+        // One state folder for the whole run, whichever family writes there.
+        if let Some(dir) = &options.state_dir {
+            settings.state_base = Some(dir.clone());
         }
         #[cfg(not(feature = "vibe"))]
         if options.vibe {
@@ -260,7 +279,8 @@ impl Settings {
         let root = workspace.root().to_path_buf();
         let mut builder = RunBuilder::new(workspace)
             .with_conversation(conversation)
-            .with_sandbox(self.sandbox.clone());
+            .with_sandbox(self.sandbox.clone())
+            .with_state_base(self.state_base.clone());
         if let Some(port) = port {
             builder = builder.with_ask(port, self.ask_expiry);
         }

@@ -30,7 +30,10 @@ pub use crate::{
     family::{BindError, Binding, Family, NoConfig},
     place::{Line, Place},
     question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
-    registry::{FamilyTools, Registry, RegistryBuilder, Run, Shutdown, ToolSpec},
+    registry::{
+        FamilyTools, Registry, RegistryBuilder, Run, Shutdown, ToolSpec, default_state_dir,
+        state_folder_name,
+    },
     schema::{
         output_schema_for, schema_for, schema_signature, strict_schema, type_signature,
         without_descriptions,

@@ -2,6 +2,7 @@
 //! (CORE-1): a family registers its tools only when the resource under them is bound.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -26,7 +27,34 @@ pub struct Run {
     /// has one (EVAL-9); every process of the run is started through it. A prefix found
     /// unusable as the run began is refused, so each spawn through it fails saying why.
     pub sandbox: Option<Sandbox>,
+    /// The folder the run's state folders go under (`--state-dir`, `[vibe] state_dir`), when
+    /// one was chosen; [`default_state_dir`] otherwise.
+    state_base: Option<PathBuf>,
     shutdowns: Mutex<Vec<(String, Arc<dyn Shutdown>)>>,
+}
+
+/// The state folder when none is configured: `$XDG_STATE_HOME/agent-tools`, else
+/// `~/.local/state/agent-tools`, else the temp folder's `agent-tools`. Outside any workspace.
+pub fn default_state_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("agent-tools")
+}
+
+/// A conversation id as a folder name: what is not a letter, digit, `-` or `_` becomes `_`.
+pub fn state_folder_name(conversation: &str) -> String {
+    conversation
+        .chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect()
 }
 
 /// A resource bound to a run that must be stopped when the run ends (a language-server
@@ -45,6 +73,7 @@ impl Run {
             questions: None,
             conversation: "default".to_owned(),
             sandbox: None,
+            state_base: None,
             shutdowns: Mutex::new(Vec::new()),
         }
     }
@@ -65,6 +94,25 @@ impl Run {
     pub fn with_sandbox(mut self, sandbox: Option<Sandbox>) -> Self {
         self.sandbox = sandbox.filter(|sandbox| !sandbox.argv().is_empty());
         self
+    }
+
+    /// The same run, keeping its state under `base` (`--state-dir`) rather than
+    /// [`default_state_dir`].
+    pub fn with_state_base(mut self, base: Option<PathBuf>) -> Self {
+        self.state_base = base;
+        self
+    }
+
+    /// The run's state directory, outside the workspace: `<state>/runs/<conversation>`.
+    /// Files a run makes for the model to open go under it (an `eval` cell's images, a
+    /// worker's transcript); whoever makes a folder there removes it when the run ends unless
+    /// it is meant to outlive the run. Nothing is created here.
+    pub fn state_dir(&self) -> PathBuf {
+        self.state_base
+            .clone()
+            .unwrap_or_else(default_state_dir)
+            .join("runs")
+            .join(state_folder_name(&self.conversation))
     }
 
     /// Registers a resource to stop when the run ends; `name` says what it is in reports
@@ -283,5 +331,26 @@ impl Registry {
     /// One tool's spec.
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.get(name).map(|registered| &registered.spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_keeps_its_state_under_its_conversation_as_a_safe_folder_name() {
+        assert_eq!(
+            state_folder_name("conversation-1-2/3"),
+            "conversation-1-2_3"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let run = Run::new(Workspace::new(dir.path()).unwrap())
+            .with_conversation("conversation-1/2")
+            .with_state_base(Some("/state".into()));
+        assert_eq!(
+            run.state_dir(),
+            std::path::Path::new("/state/runs/conversation-1_2")
+        );
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use tools_core::{CallContext, Lane, Tier, Tool, ToolError, ToolOutput};
 
 use crate::EvalOptions;
+use crate::images::ImageFile;
 use crate::kernel::{Ending, Kernel};
 use crate::kernels::Kernels;
 
@@ -72,16 +73,18 @@ pub struct EvalOutput {
     /// What the cell printed and its value, then how it ended (a traceback, what stopped it),
     /// as the text answer shows them.
     pub output: String,
-    /// How many images the result carries (as image content, in order).
-    pub images: usize,
+    /// Each image the cell showed, in order: also image content, and written to a file a
+    /// client can open.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageFile>,
     /// Bytes of output cut from the middle.
     pub output_cut_bytes: u64,
     /// How long the cell ran, in milliseconds.
     pub duration_ms: u64,
-    /// A note on the call itself: a description outside the 5–10 words a label reads best in
-    /// (the cell ran all the same).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description_note: Option<String>,
+    /// What the text says around the output: a new kernel, lost state, a description
+    /// outside 5–10 words (the cell ran all the same).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The `eval` tool, bound to a run's kernels.
@@ -172,10 +175,13 @@ impl Tool for Eval {
         let started = std::time::Instant::now();
         let cell = kernel.execute(&input.code, &context, &self.options).await;
         let duration = started.elapsed();
+        // Every bracketed line around the output is said in the text and kept in `notes`,
+        // which is all that some clients show the model.
         let mut text = String::new();
+        let mut notes = Vec::new();
         if new_kernel {
-            text.push_str(&format!(
-                "[new {language} kernel: {} {}, pid {}, ready in {} ms]\n",
+            notes.push(format!(
+                "new {language} kernel: {} {}, pid {}, ready in {} ms",
                 kernel.interpreter,
                 kernel.version,
                 kernel.pid,
@@ -183,14 +189,17 @@ impl Tool for Eval {
             ));
         }
         if let Some(why) = &state_lost {
-            text.push_str(&format!(
-                "[the previous {language} kernel {why}; its variables and imports were lost]\n"
+            notes.push(format!(
+                "the previous {language} kernel {why}; its variables and imports were lost"
             ));
+        }
+        for note in &notes {
+            text.push_str(&format!("[{note}]\n"));
         }
         let printed = cell.transcript.render();
         text.push_str(&printed);
         let outcome = outcome(language, &printed, cell.images.len(), &cell.ending);
-        let output = EvalOutput {
+        let mut output = EvalOutput {
             language,
             interpreter: kernel.interpreter.clone(),
             version: kernel.version.clone(),
@@ -198,10 +207,10 @@ impl Tool for Eval {
             new_kernel,
             state_lost,
             output: format!("{printed}{}", outcome.text),
-            images: cell.images.len(),
+            images: Vec::new(),
             output_cut_bytes: cell.transcript.cut_bytes(),
             duration_ms: duration.as_millis() as u64,
-            description_note: description_note.clone(),
+            notes,
         };
         if let Some(why) = outcome.kernel_lost {
             if let Some(kernel) = live.remove(&language) {
@@ -210,11 +219,28 @@ impl Tool for Eval {
             self.kernels.lost.lock().await.insert(language, why);
         }
         text.push_str(&outcome.text);
-        if let Some(note) = &description_note {
-            text.push_str(&format!("\n[note: {note}]"));
-        }
         if outcome.failed {
+            if let Some(note) = &description_note {
+                text.push_str(&format!("\n[note: {note}]"));
+            }
             return Err(ToolError::failed(text));
+        }
+        // A client that shows the model only the structure never shows it an image block:
+        // each image is also a file, named in the text and in `images`.
+        if !cell.images.is_empty() {
+            let (files, failed) = self.kernels.images.save(&cell.images).await;
+            for (index, file) in files.iter().enumerate() {
+                text.push_str(&format!("\n{}", file.line(index + 1)));
+            }
+            if let Some(failed) = failed {
+                text.push_str(&format!("\n[{failed}]"));
+                output.notes.push(failed);
+            }
+            output.images = files;
+        }
+        if let Some(note) = description_note {
+            text.push_str(&format!("\n[note: {note}]"));
+            output.notes.push(note);
         }
         let mut result = ToolOutput::new(text, output);
         result.images = cell.images;

@@ -9,6 +9,7 @@ use tokio::sync::Mutex;
 use tools_core::{Run, Shutdown};
 
 use crate::Language;
+use crate::images::ImageFiles;
 use crate::kernel::{Kernel, Launch};
 
 /// The kernel factory bound to a run (CORE-1): where kernels start, and the live ones.
@@ -17,6 +18,8 @@ pub struct Kernels {
     pub(crate) live: Mutex<HashMap<Language, Kernel>>,
     /// Why a language's last kernel went away without a reset, said once by the next cell.
     pub(crate) lost: Mutex<HashMap<Language, String>>,
+    /// Where the cells' images are written, under the run's state directory.
+    pub(crate) images: ImageFiles,
 }
 
 impl std::fmt::Debug for Kernels {
@@ -37,6 +40,7 @@ impl Kernels {
             },
             live: Mutex::new(HashMap::new()),
             lost: Mutex::new(HashMap::new()),
+            images: ImageFiles::new(run.state_dir()),
         })
     }
 }
@@ -46,6 +50,8 @@ impl Shutdown for Kernels {
         Box::pin(async move {
             let kernels: Vec<Kernel> = self.live.lock().await.drain().map(|(_, k)| k).collect();
             futures::future::join_all(kernels.into_iter().map(Kernel::stop)).await;
+            // The images were the run's: they go with it.
+            self.images.remove().await;
         })
     }
 }

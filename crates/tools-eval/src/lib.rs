@@ -11,12 +11,14 @@
 
 mod eval;
 mod family;
+mod images;
 mod kernel;
 mod kernels;
 mod transcript;
 
 pub use crate::{
     eval::{Eval, EvalInput, EvalOutput, Language},
+    images::ImageFile,
     kernels::Kernels,
 };
 

@@ -83,13 +83,9 @@ impl VibeConfig {
         })
     }
 
-    /// The state folder to use when none is configured.
+    /// The state folder to use when none is configured: the run's default
+    /// ([`tools_core::default_state_dir`]).
     pub fn default_state_dir() -> PathBuf {
-        let base = std::env::var_os("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-            .unwrap_or_else(std::env::temp_dir);
-        base.join("agent-tools")
+        tools_core::default_state_dir()
     }
 }

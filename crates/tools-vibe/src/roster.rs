@@ -65,7 +65,9 @@ impl Roster {
             .state_dir
             .clone()
             .unwrap_or_else(VibeConfig::default_state_dir);
-        let state_dir = base.join("runs").join(sanitize(conversation));
+        let state_dir = base
+            .join("runs")
+            .join(tools_core::state_folder_name(conversation));
         Roster {
             inner: Arc::new(Inner {
                 config,
@@ -448,18 +450,6 @@ impl Shutdown for Roster {
     }
 }
 
-/// A conversation id as a folder name.
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(
-            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                true => c,
-                false => '_',
-            },
-        )
-        .collect()
-}
-
 /// Runs blocking file work on tokio's blocking threads, off the async ones.
 async fn blocking(
     work: impl FnOnce() -> std::io::Result<()> + Send + 'static,
@@ -473,14 +463,4 @@ async fn blocking(
 async fn write_file(path: &Path, bytes: Vec<u8>) -> std::io::Result<()> {
     let path = path.to_owned();
     blocking(move || std::fs::write(path, bytes)).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn conversation_ids_become_safe_folder_names() {
-        assert_eq!(sanitize("conversation-1-2/3"), "conversation-1-2_3");
-    }
 }

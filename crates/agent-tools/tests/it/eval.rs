@@ -137,7 +137,20 @@ async fn eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image() {
         return;
     }
     let (_dir, root) = python_workspace(60);
-    let server = start(&root).await;
+    // The run's state directory, outside the workspace: each image is also a file there.
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().canonicalize().unwrap();
+    let server = Server::start(
+        &root,
+        &[
+            "--approval",
+            "allow",
+            "--state-dir",
+            &state_dir.display().to_string(),
+        ],
+        Client::without_elicitation(),
+    )
+    .await;
     let mut t = Transcript::new(&root);
     t.call(
         &server,
@@ -181,6 +194,29 @@ async fn eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image() {
         "{}",
         text(&result)
     );
+    // A client that reads only the structure gets the same picture as a file: its path
+    // (named in the text too), media type, size and pixels, under the run's state directory.
+    let structured = result.structured_content.clone().unwrap();
+    let described = &structured["images"][0];
+    let path = PathBuf::from(described["path"].as_str().unwrap());
+    assert!(path.starts_with(state_dir.join("runs")), "{path:?}");
+    assert!(!path.starts_with(&root), "{path:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), png);
+    assert_eq!(described["media_type"], "image/png");
+    assert_eq!(described["bytes"], png.len());
+    assert_eq!(
+        (described["width"].clone(), described["height"].clone()),
+        (json!(width), json!(height))
+    );
+    assert!(
+        text(&result).contains(&format!(
+            "[image 1 at {}: image/png, {width}×{height}, {} bytes]",
+            path.display(),
+            png.len()
+        )),
+        "{}",
+        text(&result)
+    );
     // A figure left open at the end of a cell is emitted too, and then closed.
     t.call(&server, "eval", cell("plt.plot([1, 2]);")).await;
     t.call(&server, "eval", cell("len(plt.get_fignums())"))
@@ -195,7 +231,24 @@ async fn eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image() {
     assert_transcript(
         "eval_4_a_dataframe_is_a_table_and_a_figure_is_an_image",
         t,
-        &[(r"PNG \d+×\d+", "PNG [WIDTH]×[HEIGHT]")],
+        &[
+            (r"PNG \d+×\d+", "PNG [WIDTH]×[HEIGHT]"),
+            (
+                r"png, \d+×\d+, \d+ bytes",
+                "png, [WIDTH]×[HEIGHT], [BYTES] bytes",
+            ),
+            (r#""(bytes|width|height)": \d+"#, r#""$1": "[N]""#),
+            (r"eval-images-\w+", "eval-images-[ID]"),
+        ],
+    );
+    // The files are the run's: when it ends, they go, and no kernel is left behind.
+    server.service.cancel().await.unwrap();
+    let left = until_processes(&server.mark, <[String]>::is_empty).await;
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(!path.exists(), "{path:?} outlived the run");
+    assert!(
+        !state_dir.join("runs").read_dir().unwrap().any(|_| true),
+        "the run's state folder outlived it"
     );
 }
 

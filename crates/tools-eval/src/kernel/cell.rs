@@ -11,7 +11,7 @@ use tokio::time::{Duration, Instant};
 use tools_core::{CallContext, Image, ToolCall, ToolResult};
 
 use super::protocol::{Done, HostMessage, KernelMessage, Shown};
-use crate::{EvalOptions, transcript::Transcript};
+use crate::{EvalOptions, images::png_size, transcript::Transcript};
 
 /// How long each interrupt gets to land before the next step.
 const INTERRUPT_STEP: Duration = Duration::from_millis(1500);
@@ -350,16 +350,6 @@ impl Cell {
         shown.push('\n');
         self.transcript.push(&shown);
     }
-}
-
-/// The width and height of a PNG, from its header.
-fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
-    if bytes.len() < 24 || &bytes[..8] != b"\x89PNG\r\n\x1a\n" {
-        return None;
-    }
-    let width = u32::from_be_bytes(bytes[16..20].try_into().ok()?);
-    let height = u32::from_be_bytes(bytes[20..24].try_into().ok()?);
-    Some((width, height))
 }
 
 async fn sleep_until_some(at: Option<Instant>) {
