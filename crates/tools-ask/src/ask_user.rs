@@ -66,6 +66,9 @@ pub struct AskUserOutput {
     /// What the person typed, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// What to do now, when the card gave no answer (ASK-3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The `ask_user` tool, bound to the run's question desk.
@@ -99,11 +102,14 @@ impl Tool for AskUser {
         let card = card_for(input)?;
         let labels: Vec<String> = card.options.iter().map(|o| o.label.clone()).collect();
         let (number, answer) = self.questions.ask(card).await;
-        let output = |outcome, selected, text| AskUserOutput {
+        // The instruction a card without an answer carries (ASK-3) is said in the text and
+        // kept in the structure, which is all that some clients show the model.
+        let output = |outcome, selected, text, notes| AskUserOutput {
             card: number,
             outcome,
             selected,
             text,
+            notes,
         };
         match answer {
             Answer::Answered { selected, text } => {
@@ -121,27 +127,35 @@ impl Tool for AskUser {
                 if let Some(text) = &text {
                     lines.push(format!("They wrote: {text}"));
                 }
+                let mut notes = Vec::new();
                 if selected.is_empty() && text.is_none() {
-                    lines.push(format!("The answer was empty: {PROCEED}."));
+                    notes.push(format!("The answer was empty: {PROCEED}."));
+                    lines.extend(notes.iter().cloned());
                 }
                 Ok(ToolOutput::new(
                     lines.join("\n"),
-                    output(Outcome::Answered, selected, text),
+                    output(Outcome::Answered, selected, text, notes),
                 ))
             }
-            Answer::Skipped => Ok(ToolOutput::new(
-                format!(
-                    "Card {number} was skipped: the person chose not to answer. Do not treat this as an error: {PROCEED}."
-                ),
-                output(Outcome::Skipped, vec![], None),
-            )),
-            Answer::Declined => Ok(ToolOutput::new(
-                format!(
-                    "Card {number} was declined: the person does not want to answer it. {}.",
+            Answer::Skipped => {
+                let note = format!(
+                    "the person chose not to answer. Do not treat this as an error: {PROCEED}."
+                );
+                Ok(ToolOutput::new(
+                    format!("Card {number} was skipped: {note}"),
+                    output(Outcome::Skipped, vec![], None, vec![note]),
+                ))
+            }
+            Answer::Declined => {
+                let note = format!(
+                    "the person does not want to answer it. {}.",
                     capitalise(PROCEED)
-                ),
-                output(Outcome::Declined, vec![], None),
-            )),
+                );
+                Ok(ToolOutput::new(
+                    format!("Card {number} was declined: {note}"),
+                    output(Outcome::Declined, vec![], None, vec![note]),
+                ))
+            }
             Answer::Cancelled => Err(ToolError::failed(format!(
                 "card {number} was dismissed without an answer; {PROCEED}"
             ))),

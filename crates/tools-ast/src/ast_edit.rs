@@ -59,6 +59,8 @@ pub struct AstEditOutput {
     pub diff: String,
     /// Whether `diff` was cut.
     pub diff_truncated: bool,
+    /// What to do next, and what was left alone, as the text says it.
+    pub notes: Vec<String>,
 }
 
 /// The `ast_edit` tool.
@@ -177,24 +179,29 @@ impl Tool for AstEdit {
             }
             false => diff.clone(),
         };
-        let mut text = format!(
+        // Each sentence of guidance is said in the text and kept in the structure, which is
+        // all that some clients show the model.
+        let mut notes = vec![format!(
             "(proposed) {replacements} replacement{} in {} file{} — nothing is written yet: call resolve with \
              edit_id \"{edit_id}\" and action \"accept\" to write every file at once, or \"discard\" to drop it.",
             if replacements == 1 { "" } else { "s" },
             files.len(),
             if files.len() == 1 { "" } else { "s" },
-        );
+        )];
         if nested_skipped > 0 {
-            text.push_str(&format!(
-                "\n{nested_skipped} match(es) inside another match were left alone: the outer replacement covers them; run ast_edit again after accepting to rewrite them too."
+            notes.push(format!(
+                "{nested_skipped} match(es) inside another match were left alone: the outer replacement covers them; run ast_edit again after accepting to rewrite them too."
             ));
         }
+        let mut text = notes.join("\n");
         text.push_str("\n\n");
         text.push_str(&shown_diff);
         if diff_truncated {
-            text.push_str(&format!(
-                "[diff cut: showed {MAX_DIFF_LINES} of {total_lines} lines; every replacement is staged all the same]\n"
-            ));
+            let cut = format!(
+                "[diff cut: showed {MAX_DIFF_LINES} of {total_lines} lines; every replacement is staged all the same]"
+            );
+            text.push_str(&format!("{cut}\n"));
+            notes.push(cut);
         }
         let output = AstEditOutput {
             edit_id,
@@ -203,6 +210,7 @@ impl Tool for AstEdit {
             nested_skipped,
             diff: shown_diff,
             diff_truncated,
+            notes,
         };
         Ok(ToolOutput::new(text, output))
     }

@@ -74,6 +74,9 @@ pub struct AstGrepOutput {
     pub files_searched: usize,
     /// The matches, sorted by path and position.
     pub matches: Vec<AstMatch>,
+    /// What was cut or skipped, and how to see the rest, as the text says it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The `ast_grep` tool.
@@ -162,21 +165,27 @@ impl Tool for AstGrep {
                 if walked.files == 1 { "" } else { "s" }
             ),
         };
+        // Each note is said in the text and kept in the structure, which is all that some
+        // clients show the model.
+        let mut notes = Vec::new();
         if asked > MAX_RESULTS {
-            text.push_str(&format!(
-                "\n`max_results` is at most {MAX_RESULTS}; listing up to {MAX_RESULTS}."
+            notes.push(format!(
+                "`max_results` is at most {MAX_RESULTS}; listing up to {MAX_RESULTS}."
             ));
         }
         if total > max {
-            text.push_str(&format!(
-                "\nShowing the first {max} of {total}, sorted by path and line; narrow `path` or raise `max_results` (up to {MAX_RESULTS}) for the rest."
+            notes.push(format!(
+                "Showing the first {max} of {total}, sorted by path and line; narrow `path` or raise `max_results` (up to {MAX_RESULTS}) for the rest."
             ));
         }
         if !walked.unreadable.is_empty() {
-            text.push_str(&format!(
-                "\n{} file(s) were skipped as unreadable or not UTF-8.",
+            notes.push(format!(
+                "{} file(s) were skipped as unreadable or not UTF-8.",
                 walked.unreadable.len()
             ));
+        }
+        for note in &notes {
+            text.push_str(&format!("\n{note}"));
         }
         let mut matches: Vec<AstMatch> = Vec::new();
         let mut stopped = false;
@@ -201,11 +210,13 @@ impl Tool for AstGrep {
             matches.push(m);
         }
         if stopped {
-            text.push_str(&format!(
-                "\nStopped listing after {} matches: more would pass the output limit. All \
+            let note = format!(
+                "Stopped listing after {} matches: more would pass the output limit. All \
                  {total} were counted; narrow `path` or the pattern, or lower `max_results`.",
                 matches.len()
-            ));
+            );
+            text.push_str(&format!("\n{note}"));
+            notes.push(note);
         }
         let output = AstGrepOutput {
             language: id(lang).to_owned(),
@@ -215,6 +226,7 @@ impl Tool for AstGrep {
             truncated: matches.len() < total,
             files_searched: walked.files,
             matches,
+            notes,
         };
         Ok(ToolOutput::new(text, output))
     }

@@ -39,6 +39,9 @@ pub struct ReadOutput {
     /// Where to continue (`offset` of the next call), when the file has more lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<usize>,
+    /// What the text says beyond the lines: the range shown and how to read on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The `read` tool.
@@ -86,6 +89,7 @@ impl Tool for Read {
                 total_lines: 0,
                 content: String::new(),
                 next_offset: None,
+                notes: vec![format!("{shown} is empty")],
             };
             return Ok(ToolOutput::new(format!("{shown} is empty"), output));
         }
@@ -110,12 +114,16 @@ impl Tool for Read {
             }
         }
         let content = out.clone();
+        // The range line is said in the text and kept in the structure as it stands, so a
+        // client that shows only the structure still reads how to go on.
+        let mut notes = Vec::new();
         if last < total || offset > 1 {
-            out.push_str(&format!("({shown}: lines {offset}–{last} of {total}"));
+            let mut note = format!("{shown}: lines {offset}–{last} of {total}");
             if last < total {
-                out.push_str(&format!("; call read with offset {} for more", last + 1));
+                note.push_str(&format!("; call read with offset {} for more", last + 1));
             }
-            out.push_str(")\n");
+            out.push_str(&format!("({note})\n"));
+            notes.push(note);
         }
         let output = ReadOutput {
             path: shown,
@@ -124,6 +132,7 @@ impl Tool for Read {
             total_lines: total,
             content,
             next_offset: (last < total).then_some(last + 1),
+            notes,
         };
         Ok(ToolOutput::new(out, output))
     }

@@ -67,6 +67,9 @@ pub struct LspRenameOutput {
     /// How many of them are in code (compiled or not), not in comments or strings.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub remaining_in_code: usize,
+    /// What the rename left and how it was done, as the text says it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A new name that cannot be one.
@@ -240,22 +243,25 @@ impl Tool for LspRename {
                 .await
                 .unwrap_or_default();
         mark_inactive(session, &mut found).await;
+        // Every sentence beyond the lists is said in the text and kept in `notes`, which is
+        // all that some clients show the model.
+        let mut notes = Vec::new();
         let (remaining, remaining_total, remaining_in_code) =
-            render_leftovers(&mut text, &found, &old_name, &server, workspace);
+            render_leftovers(&mut text, &mut notes, &found, &old_name, &server, workspace);
+        let mut after = Vec::new();
         if let Some(stub) = &stub {
-            text.push_str(&format!(
-                "\nRenamed from the stub's declaration ({}), so the uses that resolve to the \
+            after.push(format!(
+                "Renamed from the stub's declaration ({}), so the uses that resolve to the \
                  stub are renamed too.",
                 Place::new(workspace, &stub.path, stub.line(), "").at()
             ));
         }
-        for note in opened
-            .notes
-            .iter()
-            .chain(target.note(&input.symbol).as_ref())
-        {
+        after.extend(opened.notes.iter().cloned());
+        after.extend(target.note(&input.symbol));
+        for note in &after {
             text.push_str(&format!("\n{note}"));
         }
+        notes.extend(after);
         Ok(ToolOutput::new(
             text,
             LspRenameOutput {
@@ -266,6 +272,7 @@ impl Tool for LspRename {
                 remaining,
                 remaining_total,
                 remaining_in_code,
+                notes,
             },
         )
         .touching(applied.touched)
@@ -323,6 +330,7 @@ async fn mark_inactive(session: &Session, found: &mut [Found]) {
 /// total and how many are in code.
 fn render_leftovers(
     text: &mut String,
+    notes: &mut Vec<String>,
     found: &[Found],
     old_name: &str,
     server: &str,
@@ -342,11 +350,12 @@ fn render_leftovers(
         .get(&LeftoverKind::CommentOrString)
         .copied()
         .unwrap_or(0);
-    text.push_str(&format!(
-        "\n{} of `{old_name}` {} that {server} did not rename; nothing was changed there:",
+    let headline = format!(
+        "{} of `{old_name}` {} that {server} did not rename; nothing was changed there",
         plural(total, "occurrence"),
         if total == 1 { "remains" } else { "remain" }
-    ));
+    );
+    text.push_str(&format!("\n{headline}:"));
     let mut parts = Vec::new();
     if code > 0 {
         parts.push(format!(
@@ -362,7 +371,9 @@ fn render_leftovers(
     if prose > 0 {
         parts.push(format!("{prose} in comments, strings or docstrings"));
     }
-    text.push_str(&format!("\n  {}.", parts.join("; ")));
+    let parts = format!("{}.", parts.join("; "));
+    text.push_str(&format!("\n  {parts}"));
+    notes.push(format!("{headline}: {parts}"));
     let mut ordered: Vec<&Found> = found.iter().collect();
     ordered.sort_by_key(|f| f.kind);
     if total > REMAINING_CAP {
@@ -387,7 +398,9 @@ fn render_leftovers(
         }
     }
     if total > listed.len() {
-        text.push_str(&format!("\n  ({} more not listed)", total - listed.len()));
+        let more = format!("{} more not listed", total - listed.len());
+        text.push_str(&format!("\n  ({more})"));
+        notes.push(more);
     }
     (listed, total, code + inactive)
 }

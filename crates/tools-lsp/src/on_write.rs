@@ -57,7 +57,7 @@ use tools_core::{
 
 use self::dependents::dependents;
 use self::judge::judge;
-use self::report::render_report;
+use self::report::{guidance, render_report};
 use self::reported::Registry;
 use self::settle::settle_all;
 use self::targets::{Covered, Servers, Target};
@@ -246,8 +246,10 @@ fn existing(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 }
 
 /// Puts the report under the tool's own text and into its structured result.
-fn append(result: &mut ToolResult, report: WriteReport) {
+fn append(result: &mut ToolResult, mut report: WriteReport) {
     result.text.push_str(&render_report(&report));
+    // The text says the guidance beside the lists; the structure keeps it with the notes.
+    report.notes.extend(guidance(&report));
     if let Some(Value::Object(structured)) = &mut result.structured
         && let Ok(value) = serde_json::to_value(&report)
     {

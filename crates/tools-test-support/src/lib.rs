@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod available;
+pub mod carried;
 mod fake;
 mod fixture;
 pub mod http;

@@ -45,6 +45,9 @@ pub struct WorkerView {
     pub reason: Option<String>,
     /// The folder of its transcript and result files.
     pub files: String,
+    /// What to do next, as the text says it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl WorkerView {
@@ -61,7 +64,15 @@ impl WorkerView {
             question: worker.question.clone(),
             reason: worker.reason.clone(),
             files: worker.dir.display().to_string(),
+            notes: Vec::new(),
         }
+    }
+
+    /// `note` said in the text and kept in the structure, which is all that some clients
+    /// show the model; returns it for the text.
+    fn note(&mut self, note: String) -> String {
+        self.notes.push(note.clone());
+        note
     }
 
     /// One line: id, label, tier, status, elapsed.
@@ -77,16 +88,14 @@ impl WorkerView {
     }
 
     /// The headline and everything the model needs to act on it.
-    fn full(&self) -> String {
+    fn full(&mut self) -> String {
         let mut text = self.headline();
         if let Some(reason) = &self.reason {
             text.push_str(&format!("\nWhy: {reason}"));
         }
-        if let Some(question) = &self.question {
-            text.push_str(&format!(
-                "\nIt asks: {question}\n(answer with vibe_send to {})",
-                self.worker_id
-            ));
+        if let Some(question) = self.question.clone() {
+            let answer = self.note(format!("answer with vibe_send to {}", self.worker_id));
+            text.push_str(&format!("\nIt asks: {question}\n({answer})"));
         }
         if !self.status.settled()
             && let Some(progress) = &self.progress
@@ -94,7 +103,10 @@ impl WorkerView {
             text.push_str(&format!("\nLatest progress: {progress}"));
         }
         match (self.result.is_empty(), self.status.settled()) {
-            (true, true) => text.push_str("\nIt printed no result."),
+            (true, true) => {
+                let none = self.note("It printed no result.".to_owned());
+                text.push_str(&format!("\n{none}"));
+            }
             (true, false) => {}
             (false, true) => text.push_str(&format!("\nResult:\n{}", self.result)),
             (false, false) => text.push_str(&format!("\nOutput so far:\n{}", self.result)),
@@ -179,17 +191,22 @@ impl Tool for VibeSpawn {
             .roster
             .spawn(input.brief, input.label.trim().to_owned(), tier)
             .await?;
-        let view = WorkerView::of(&worker);
+        let mut view = WorkerView::of(&worker);
+        let state = match view.status {
+            Status::Queued => {
+                view.note("queued until a running worker ends ([vibe] max_workers)".to_owned())
+            }
+            _ => "running".to_owned(),
+        };
+        let next = view.note(format!(
+            "Call vibe_wait with worker_id \"{}\" for its result.",
+            view.worker_id
+        ));
         let text = format!(
-            "Spawned {} \"{}\" ({}): {}. Call vibe_wait with worker_id \"{}\" for its result.",
+            "Spawned {} \"{}\" ({}): {state}. {next}",
             view.worker_id,
             view.label,
             tier.as_str(),
-            match view.status {
-                Status::Queued => "queued until a running worker ends ([vibe] max_workers)",
-                _ => "running",
-            },
-            view.worker_id
         );
         Ok(ToolOutput::new(text, view))
     }
@@ -242,17 +259,17 @@ impl Tool for VibeSend {
             .roster
             .get(id)
             .ok_or_else(|| ToolError::failed("the worker vanished"))?;
-        let view = WorkerView::of(&worker);
+        let mut view = WorkerView::of(&worker);
         let what = match stopped {
             true => "stopped its running command and started it again",
             false => "started it again",
         };
-        let text = format!(
+        let text = view.note(format!(
             "Added the message to {}'s brief and {what} with the whole brief ({}). Call \
              vibe_wait for its new result.",
             view.worker_id,
             view.status.as_str()
-        );
+        ));
         Ok(ToolOutput::new(text, view))
     }
 }
@@ -310,14 +327,15 @@ impl Tool for VibeWait {
             .roster
             .wait(id, Duration::from_secs(seconds), &report)
             .await?;
-        let view = WorkerView::of(&worker);
+        let mut view = WorkerView::of(&worker);
         let mut text = view.full();
         if !view.status.settled() {
-            text.push_str(&format!(
-                "\n(still {} after waiting {seconds}s; it keeps running — vibe_wait again, or \
-                 vibe_kill it)",
+            let again = view.note(format!(
+                "still {} after waiting {seconds}s; it keeps running — vibe_wait again, or \
+                 vibe_kill it",
                 view.status.as_str()
             ));
+            text.push_str(&format!("\n({again})"));
         }
         Ok(ToolOutput::new(text, view))
     }
@@ -359,15 +377,20 @@ impl Tool for VibeKill {
         let id = parse_id(&self.roster, &input.worker_id)?;
         let before = self.roster.get(id).map(|w| w.status);
         let worker = self.roster.kill(id).await?;
-        let view = WorkerView::of(&worker);
+        let mut view = WorkerView::of(&worker);
         let text = match before {
-            Some(status) if status.settled() => format!(
-                "{} had already ended ({}); nothing was stopped.\n{}",
-                view.worker_id,
-                status.as_str(),
-                view.full()
-            ),
-            _ => format!("Stopped {}.\n{}", view.worker_id, view.full()),
+            Some(status) if status.settled() => {
+                let ended = view.note(format!(
+                    "{} had already ended ({}); nothing was stopped.",
+                    view.worker_id,
+                    status.as_str(),
+                ));
+                format!("{ended}\n{}", view.full())
+            }
+            _ => {
+                let full = view.full();
+                format!("Stopped {}.\n{full}", view.worker_id)
+            }
         };
         Ok(ToolOutput::new(text, view))
     }
@@ -384,6 +407,9 @@ pub struct VibeListInput {}
 pub struct VibeListOutput {
     /// The workers, oldest first.
     pub workers: Vec<WorkerView>,
+    /// What to do when there is none, as the text says it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The `vibe_list` tool.
@@ -412,9 +438,13 @@ impl Tool for VibeList {
     ) -> Result<ToolOutput<VibeListOutput>, ToolError> {
         let workers: Vec<WorkerView> = self.roster.all().iter().map(WorkerView::of).collect();
         if workers.is_empty() {
+            let none = "No workers in this run; start one with vibe_spawn.";
             return Ok(ToolOutput::new(
-                "No workers in this run; start one with vibe_spawn.",
-                VibeListOutput { workers },
+                none,
+                VibeListOutput {
+                    workers,
+                    notes: vec![none.to_owned()],
+                },
             ));
         }
         let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -450,6 +480,12 @@ impl Tool for VibeList {
                 text.push_str(&format!("\n    why: {reason}"));
             }
         }
-        Ok(ToolOutput::new(text, VibeListOutput { workers }))
+        Ok(ToolOutput::new(
+            text,
+            VibeListOutput {
+                workers,
+                notes: Vec::new(),
+            },
+        ))
     }
 }

@@ -124,6 +124,14 @@ pub(crate) struct Check {
     pub(crate) notes: Vec<String>,
 }
 
+/// How to apply a code action the list offers.
+const APPLY_ONE: &str =
+    "Apply one with the `lsp_code_action` tool: the same file, line and symbol, and its title.";
+
+/// A reload that found nothing to restart.
+const NONE_RUNNING: &str =
+    "No language server was running; servers start on the next call that needs them.";
+
 impl LspAnswer {
     /// The text the model reads.
     pub(crate) fn render(&self) -> String {
@@ -140,9 +148,7 @@ impl LspAnswer {
             LspAnswer::Status(reports, containment) => return render_status(reports, containment),
             LspAnswer::Reload(lines) => {
                 return match lines.is_empty() {
-                    true => "No language server was running; servers start on the next call \
-                             that needs them."
-                        .to_owned(),
+                    true => NONE_RUNNING.to_owned(),
                     false => lines.join("\n"),
                 };
             }
@@ -161,7 +167,7 @@ impl LspAnswer {
                 server: Some(answer.asked.server),
                 locations: answer.places,
                 total: (answer.kind == Navigation::References).then_some(answer.total),
-                notes: answer.notes,
+                notes: with_summary(answer.per_file.as_deref().map(per_file), answer.notes),
                 ..LspOutput::new(answer.kind.operation())
             },
             LspAnswer::Hover(answer) => LspOutput {
@@ -170,12 +176,18 @@ impl LspAnswer {
                 notes: answer.notes,
                 ..LspOutput::new(Operation::Hover)
             },
-            LspAnswer::Actions(answer) => LspOutput {
-                server: Some(answer.asked.server),
-                actions: answer.actions,
-                notes: answer.notes,
-                ..LspOutput::new(Operation::CodeActions)
-            },
+            LspAnswer::Actions(mut answer) => {
+                // The text says how to apply one under the list; the structure keeps it too.
+                if answer.actions.iter().any(|a| a.disabled.is_none()) {
+                    answer.notes.insert(0, APPLY_ONE.to_owned());
+                }
+                LspOutput {
+                    server: Some(answer.asked.server),
+                    actions: answer.actions,
+                    notes: answer.notes,
+                    ..LspOutput::new(Operation::CodeActions)
+                }
+            }
             LspAnswer::FileSymbols(answer) => LspOutput {
                 server: Some(answer.server),
                 symbols: answer.symbols,
@@ -184,20 +196,24 @@ impl LspAnswer {
                 ..LspOutput::new(Operation::Symbols)
             },
             LspAnswer::WorkspaceSymbols(answer) => LspOutput {
+                notes: with_summary(Some(workspace_symbols_summary(&answer)), answer.notes),
                 server: Some(answer.servers.join(", ")),
                 symbols: answer.symbols,
                 total: Some(answer.total),
-                notes: answer.notes,
                 ..LspOutput::new(Operation::Symbols)
             },
             LspAnswer::FileDiagnostics(answer) => LspOutput {
+                notes: with_summary(Some(file_diagnostics_summary(&answer)), answer.notes),
                 server: Some(answer.server),
                 total: Some(answer.total),
                 diagnostics: answer.listed,
-                notes: answer.notes,
                 ..LspOutput::new(Operation::Diagnostics)
             },
             LspAnswer::Check(answer) => LspOutput {
+                notes: check_summary(&answer)
+                    .into_iter()
+                    .chain(answer.notes)
+                    .collect(),
                 server: Some(
                     answer
                         .runs
@@ -208,7 +224,6 @@ impl LspAnswer {
                 ),
                 total: Some(answer.total),
                 diagnostics: answer.listed,
-                notes: answer.notes,
                 ..LspOutput::new(Operation::Diagnostics)
             },
             LspAnswer::Status(reports, containment) => LspOutput {
@@ -217,7 +232,10 @@ impl LspAnswer {
                 ..LspOutput::new(Operation::Status)
             },
             LspAnswer::Reload(lines) => LspOutput {
-                notes: lines,
+                notes: match lines.is_empty() {
+                    true => vec![NONE_RUNNING.to_owned()],
+                    false => lines,
+                },
                 ..LspOutput::new(Operation::Reload)
             },
         }
@@ -244,7 +262,7 @@ fn render_places(answer: &Places) -> String {
         ),
     };
     if let Some(counts) = &answer.per_file {
-        text.push_str(&format!("\nPer file: {counts}."));
+        text.push_str(&format!("\n{}", per_file(counts)));
     }
     for place in &answer.places {
         text.push_str(&format!("\n{place}"));
@@ -294,10 +312,7 @@ fn render_actions(answer: &Actions) -> String {
         }
     }
     if answer.actions.iter().any(|a| a.disabled.is_none()) {
-        text.push_str(
-            "\nApply one with the `lsp_code_action` tool: the same file, line and symbol, and \
-             its title.",
-        );
+        text.push_str(&format!("\n{APPLY_ONE}"));
     }
     text
 }
@@ -331,20 +346,29 @@ fn render_file_symbols(answer: &FileSymbols) -> String {
     text
 }
 
-fn render_workspace_symbols(answer: &WorkspaceSymbols) -> String {
+/// The first line of a workspace symbol search, without its closing `:` or `.`.
+fn workspace_symbols_summary(answer: &WorkspaceSymbols) -> String {
     let query = &answer.query;
-    let mut text = match answer.total {
+    match answer.total {
         0 => format!(
-            "{} found no symbols matching `{query}`.",
+            "{} found no symbols matching `{query}`",
             answer.servers.join(", ")
         ),
         n => format!(
-            "{} matching `{query}` ({} in the workspace, {} in dependencies):",
+            "{} matching `{query}` ({} in the workspace, {} in dependencies)",
             capitalise(&plural(n, "symbol")),
             answer.own,
             n - answer.own
         ),
-    };
+    }
+}
+
+fn render_workspace_symbols(answer: &WorkspaceSymbols) -> String {
+    let mut text = format!(
+        "{}{}",
+        workspace_symbols_summary(answer),
+        if answer.total == 0 { "." } else { ":" }
+    );
     let mut heading_done = false;
     for symbol in &answer.symbols {
         if !symbol.in_workspace && !heading_done {
@@ -361,7 +385,8 @@ fn render_workspace_symbols(answer: &WorkspaceSymbols) -> String {
     text
 }
 
-fn render_file_diagnostics(answer: &FileDiagnostics) -> String {
+/// The first line of a file's diagnostics, without its closing `:` or `.`.
+fn file_diagnostics_summary(answer: &FileDiagnostics) -> String {
     let FileDiagnostics {
         server,
         file,
@@ -369,20 +394,30 @@ fn render_file_diagnostics(answer: &FileDiagnostics) -> String {
         total,
         ..
     } = answer;
-    let mut text = match total {
-        0 => format!("{file}: no errors or warnings ({server})."),
+    match total {
+        0 => format!("{file}: no errors or warnings ({server})"),
         _ => format!(
-            "{file}: {} and {} ({server}):",
+            "{file}: {} and {} ({server})",
             plural(*errors, "error"),
             plural(total - errors, "warning"),
         ),
-    };
+    }
+}
+
+fn render_file_diagnostics(answer: &FileDiagnostics) -> String {
+    let mut text = format!(
+        "{}{}",
+        file_diagnostics_summary(answer),
+        if answer.total == 0 { "." } else { ":" }
+    );
     render_quoted(&mut text, &answer.listed);
     text
 }
 
-fn render_check(answer: &Check) -> String {
-    let mut text = answer
+/// The lines of a project check above its findings: each checker's counts, what is listed,
+/// and the counts per file (the listing line without its closing `:`).
+fn check_summary(answer: &Check) -> Vec<String> {
+    let mut lines: Vec<String> = answer
         .runs
         .iter()
         .map(|run| {
@@ -399,8 +434,7 @@ fn render_check(answer: &Check) -> String {
                 plural(run.warnings, "warning")
             )
         })
-        .collect::<Vec<_>>()
-        .join("\n");
+        .collect();
     if answer.filtered {
         let what = match answer.severity {
             Some(SeverityFilter::Error) => "error",
@@ -411,16 +445,36 @@ fn render_check(answer: &Check) -> String {
             true => "in the project".to_owned(),
             false => format!("under {}", answer.prefix),
         };
-        text.push_str(&format!(
-            "\nListing {} {place}:",
-            plural(answer.total, what)
-        ));
+        lines.push(format!("Listing {} {place}", plural(answer.total, what)));
     }
     if let Some(counts) = &answer.per_file {
-        text.push_str(&format!("\nPer file: {counts}."));
+        lines.push(per_file(counts));
     }
+    lines
+}
+
+fn render_check(answer: &Check) -> String {
+    let mut lines = check_summary(answer);
+    // The listing line, after one line per run, introduces the findings under it.
+    if answer.filtered
+        && let Some(listing) = lines.get_mut(answer.runs.len())
+    {
+        listing.push(':');
+    }
+    let mut text = lines.join("\n");
     render_quoted(&mut text, &answer.listed);
     text
+}
+
+/// The counts per file of a capped list.
+fn per_file(counts: &str) -> String {
+    format!("Per file: {counts}.")
+}
+
+/// The summary line first, then the answer's own notes: the structure says what the text's
+/// first lines say.
+fn with_summary(summary: Option<String>, notes: Vec<String>) -> Vec<String> {
+    summary.into_iter().chain(notes).collect()
 }
 
 /// Each diagnostic on its line, with the text of the line it is on under it.

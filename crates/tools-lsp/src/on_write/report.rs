@@ -125,6 +125,42 @@ fn render_listed(text: &mut String, diagnostic: &IntroducedDiagnostic) {
     }
 }
 
+/// What a file's list leaves out, and how to see it, when its list is capped.
+fn more_in(file: &FileReport) -> Option<String> {
+    let omitted = file.introduced - file.listed.len();
+    (omitted > 0).then(|| {
+        format!(
+            "{omitted} more in {} not listed; call `lsp` with operation `diagnostics` on it for \
+             all of them",
+            file.path
+        )
+    })
+}
+
+/// How much of the fallout is listed, and how to see the rest, when its list is capped.
+fn showing(report: &WriteReport) -> Option<String> {
+    let total: usize = report.fallout.iter().map(|f| f.introduced).sum();
+    let listed: usize = report.fallout.iter().map(|f| f.listed.len()).sum();
+    (listed < total).then(|| {
+        format!(
+            "showing {listed} of {total}; call `lsp` with operation `diagnostics` on a file for \
+             all of its diagnostics"
+        )
+    })
+}
+
+/// The sentences of guidance [`render_report`] writes beside the lists (what a capped list
+/// leaves out, and what to call for it), for the report's `notes`: a client that shows the
+/// model only the structure must read them too.
+pub(crate) fn guidance(report: &WriteReport) -> Vec<String> {
+    let written = report
+        .files
+        .iter()
+        .filter(|file| file.introduced > 0)
+        .filter_map(more_in);
+    written.chain(showing(report)).collect()
+}
+
 /// The report as text, appended under a tool's own answer: what the write introduced in the
 /// written files (capped per file, the rest counted), then in other files (counts per file
 /// first when the list is capped, then the sample), then the dependents not checked, then
@@ -144,13 +180,8 @@ pub(crate) fn render_report(report: &WriteReport) -> String {
             for diagnostic in &file.listed {
                 render_listed(&mut text, diagnostic);
             }
-            let omitted = file.introduced - file.listed.len();
-            if omitted > 0 {
-                text.push_str(&format!(
-                    "\n({omitted} more in {} not listed; call `lsp` with operation \
-                     `diagnostics` on it for all of them)",
-                    file.path
-                ));
+            if let Some(more) = more_in(file) {
+                text.push_str(&format!("\n({more})"));
             }
         }
     }
@@ -175,11 +206,8 @@ pub(crate) fn render_report(report: &WriteReport) -> String {
                 render_listed(&mut text, diagnostic);
             }
         }
-        if listed < total {
-            text.push_str(&format!(
-                "\n(showing {listed} of {total}; call `lsp` with operation `diagnostics` on a \
-                 file for all of its diagnostics)"
-            ));
+        if let Some(showing) = showing(report) {
+            text.push_str(&format!("\n({showing})"));
         }
     }
     let mut states = Vec::new();
