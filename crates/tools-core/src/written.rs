@@ -44,7 +44,7 @@ pub struct WriteReport {
     /// no compilation database), per server and reason: the fallout may be incomplete.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unchecked_dependents: Vec<UncheckedDependents>,
-    /// Other things the reader must know.
+    /// Other things the reader must know, and what a capped list leaves out and how to see it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
