@@ -163,17 +163,27 @@ impl LspAnswer {
     /// The structured content: the same answer as fields.
     pub(crate) fn into_output(self) -> LspOutput {
         match self {
-            LspAnswer::Places(answer) => LspOutput {
-                server: Some(answer.asked.server),
-                locations: answer.places,
-                total: (answer.kind == Navigation::References).then_some(answer.total),
-                notes: with_summary(answer.per_file.as_deref().map(per_file), answer.notes),
-                ..LspOutput::new(answer.kind.operation())
-            },
+            LspAnswer::Places(answer) => {
+                // Nothing found is said as a sentence: the structure says it the same way.
+                let summary = match answer.total {
+                    0 => Some(render_places(&answer)),
+                    _ => answer.per_file.as_deref().map(per_file),
+                };
+                LspOutput {
+                    server: Some(answer.asked.server),
+                    locations: answer.places,
+                    total: (answer.kind == Navigation::References).then_some(answer.total),
+                    notes: with_summary(summary, answer.notes),
+                    ..LspOutput::new(answer.kind.operation())
+                }
+            }
             LspAnswer::Hover(answer) => LspOutput {
+                notes: with_summary(
+                    answer.contents.is_none().then(|| render_hover(&answer)),
+                    answer.notes,
+                ),
                 server: Some(answer.asked.server),
                 hover: answer.contents,
-                notes: answer.notes,
                 ..LspOutput::new(Operation::Hover)
             },
             LspAnswer::Actions(mut answer) => {
@@ -189,10 +199,13 @@ impl LspAnswer {
                 }
             }
             LspAnswer::FileSymbols(answer) => LspOutput {
+                notes: with_summary(
+                    (answer.total == 0).then(|| render_file_symbols(&answer)),
+                    answer.notes,
+                ),
                 server: Some(answer.server),
                 symbols: answer.symbols,
                 total: Some(answer.total),
-                notes: answer.notes,
                 ..LspOutput::new(Operation::Symbols)
             },
             LspAnswer::WorkspaceSymbols(answer) => LspOutput {
@@ -694,6 +707,35 @@ mod tests {
         let output = answer.into_output();
         assert_eq!(output.total, Some(7));
         assert_eq!(output.locations.len(), 2);
+        // The structure says what the text says beyond the list, word for word.
+        assert_eq!(
+            output.notes,
+            [
+                "Per file: src/a.rs 5, src/b.rs 2.",
+                "(showing 2 of 7, spread across 2 files; `offset: 2` shows the next page)"
+            ]
+        );
+    }
+
+    #[test]
+    fn lsp_5_an_answer_that_found_nothing_says_so_in_its_structure_too() {
+        let nothing = LspAnswer::Places(Places {
+            kind: Navigation::Definition,
+            asked: asked(),
+            places: Vec::new(),
+            total: 0,
+            per_file: None,
+            notes: Vec::new(),
+        });
+        let text = nothing.render();
+        assert_eq!(nothing.into_output().notes, [text]);
+        let no_hover = LspAnswer::Hover(Hover {
+            asked: asked(),
+            contents: None,
+            notes: Vec::new(),
+        });
+        let text = no_hover.render();
+        assert_eq!(no_hover.into_output().notes, [text]);
     }
 
     #[test]
