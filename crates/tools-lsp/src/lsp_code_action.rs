@@ -48,6 +48,10 @@ pub struct LspCodeActionOutput {
     pub files: Vec<RenamedFile>,
     /// Edits over all files.
     pub total_edits: usize,
+    /// What the text says beyond the files: a server command not run, how the symbol was
+    /// found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The `lsp_code_action` tool, bound to the run's supervisor.
@@ -205,17 +209,18 @@ impl Tool for LspCodeAction {
                 false => text.push_str(&format!(": {}", plural(file.edits, "edit"))),
             }
         }
+        // Every sentence beyond the files is said in the text and kept in `notes`, which is
+        // all that some clients show the model.
+        let mut notes = Vec::new();
         if let Some(command) = command {
-            text.push_str(&format!(
-                "\nThe action also names the server command `{}`, which this tool does not run.",
+            notes.push(format!(
+                "The action also names the server command `{}`, which this tool does not run.",
                 command.command
             ));
         }
-        for note in opened
-            .notes
-            .iter()
-            .chain(target.note(&input.symbol).as_ref())
-        {
+        notes.extend(opened.notes.iter().cloned());
+        notes.extend(target.note(&input.symbol));
+        for note in &notes {
             text.push_str(&format!("\n{note}"));
         }
         Ok(ToolOutput::new(
@@ -224,6 +229,7 @@ impl Tool for LspCodeAction {
                 title,
                 files: applied.files,
                 total_edits: applied.total_edits,
+                notes,
             },
         )
         .touching(applied.touched)
