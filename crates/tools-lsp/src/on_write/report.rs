@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use async_lsp::lsp_types::{Diagnostic, DiagnosticSeverity};
-use tools_core::{FileReport, FileState, IntroducedDiagnostic, WriteReport};
+use tools_core::{FileReport, FileState, IntroducedDiagnostic, UncheckedDependents, WriteReport};
 
 use crate::position::lines;
 use crate::render::{code_text, one_line, plural, severity_name};
@@ -149,8 +149,28 @@ fn showing(report: &WriteReport) -> Option<String> {
     })
 }
 
+/// The dependents a write could not check, and that the fallout may be incomplete.
+fn unchecked_line(unchecked: &UncheckedDependents) -> String {
+    let mut line = format!(
+        "Not checked: {} that may depend on this write ({}: {})",
+        plural(unchecked.count, "file"),
+        unchecked.server,
+        unchecked.reason
+    );
+    if !unchecked.sample.is_empty() {
+        let more = unchecked.count.saturating_sub(unchecked.sample.len());
+        line.push_str(&format!(", e.g. {}", unchecked.sample.join(", ")));
+        if more > 0 {
+            line.push_str(&format!(" and {more} more"));
+        }
+    }
+    line.push_str("; the fallout above may be incomplete.");
+    line
+}
+
 /// The sentences of guidance [`render_report`] writes beside the lists (what a capped list
-/// leaves out, and what to call for it), for the report's `notes`: a client that shows the
+/// leaves out, and what to call for it; the dependents not checked), for the report's
+/// `notes`: a client that shows the
 /// model only the structure must read them too.
 pub(crate) fn guidance(report: &WriteReport) -> Vec<String> {
     let written = report
@@ -158,7 +178,8 @@ pub(crate) fn guidance(report: &WriteReport) -> Vec<String> {
         .iter()
         .filter(|file| file.introduced > 0)
         .filter_map(more_in);
-    written.chain(showing(report)).collect()
+    let unchecked = report.unchecked_dependents.iter().map(unchecked_line);
+    written.chain(showing(report)).chain(unchecked).collect()
 }
 
 /// The report as text, appended under a tool's own answer: what the write introduced in the
@@ -211,23 +232,7 @@ pub(crate) fn render_report(report: &WriteReport) -> String {
         }
     }
     let mut states = Vec::new();
-    for unchecked in &report.unchecked_dependents {
-        let mut line = format!(
-            "Not checked: {} that may depend on this write ({}: {})",
-            plural(unchecked.count, "file"),
-            unchecked.server,
-            unchecked.reason
-        );
-        if !unchecked.sample.is_empty() {
-            let more = unchecked.count.saturating_sub(unchecked.sample.len());
-            line.push_str(&format!(", e.g. {}", unchecked.sample.join(", ")));
-            if more > 0 {
-                line.push_str(&format!(" and {more} more"));
-            }
-        }
-        line.push_str("; the fallout above may be incomplete.");
-        states.push(line);
-    }
+    states.extend(report.unchecked_dependents.iter().map(unchecked_line));
     // The clean files, per server in the order they came.
     let mut clean: Vec<(&str, Vec<String>)> = Vec::new();
     let mut clean_at = None;
@@ -290,8 +295,6 @@ pub(crate) fn render_report(report: &WriteReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use tools_core::UncheckedDependents;
-
     use super::*;
 
     fn checked(path: &str, errors: usize) -> FileReport {
@@ -397,5 +400,15 @@ mod tests {
         Not checked: 12 files that may depend on this write (basedpyright: the write's 30 s budget ran out), e.g. app/x.py, app/y.py and 10 more; the fallout above may be incomplete.
         src/lib.rs now has 12 errors, all new.
         ");
+        // The guidance beside the lists, word for word, for the structure's `notes`.
+        let text = render_report(&report);
+        let guidance = guidance(&report);
+        assert_eq!(guidance.len(), 3, "{guidance:?}");
+        for sentence in &guidance {
+            assert!(
+                text.contains(sentence.as_str()),
+                "{sentence:?} is not in the text"
+            );
+        }
     }
 }
