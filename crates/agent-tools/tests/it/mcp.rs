@@ -406,6 +406,33 @@ async fn core_5_permission_cards_go_out_as_elicitation_and_only_allow_runs() {
 }
 
 #[tokio::test]
+async fn core_5_a_card_the_client_declines_at_once_is_said_to_be_the_clients() {
+    // Headless agent CLIs (`claude -p`, `codex exec`) answer permission cards themselves,
+    // at once, without showing them to anyone (issue 39): the model must not be told that a
+    // person refused.
+    for era in ERAS {
+        for (person, how) in [(Person::Decline, "declined"), (Person::Cancel, "cancelled")] {
+            let dir = workspace();
+            let client = Client::answering(vec![person]).in_era(era);
+            let server = Server::start(dir.path(), &[], client).await;
+            let refused = server
+                .call("write", json!({"path": "notes.txt", "content": "first"}))
+                .await;
+            assert!(is_error(&refused));
+            let said = text(&refused);
+            let start = format!("`write` was not run: the client {how} permission card 1 ");
+            assert!(said.starts_with(&start), "{era:?}: {said}");
+            assert!(said.contains("without showing it to a person"), "{said}");
+            assert!(
+                said.contains("start the server with `--approval allow`"),
+                "{said}"
+            );
+            assert!(!said.contains("the person"), "{said}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn core_5_deny_policy_refuses_every_write() {
     let dir = workspace();
     let server = Server::start(
