@@ -1,6 +1,7 @@
 //! The typed [`Tool`] trait a family implements, its object-safe twin [`AnyTool`] that the
 //! registry holds, and what a call returns.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -428,6 +429,11 @@ impl<T: Tool> AnyTool for T {
                 expected: schema_signature(&schema),
             }
         })?;
+        // What serde let through is then held to the published schema, before the tool sees
+        // it: bounds and patterns serde does not know (`line: 0` under `minimum: 1`) are
+        // refused by name whatever the operation, rather than ignored or blamed on something
+        // the call reaches later.
+        check_schema::<T::Input>(T::NAME, &given, &schema)?;
         let writes = match T::WRITES_FILES {
             true => self.writes(&input, workspace),
             false => Writes::default(),
@@ -464,6 +470,74 @@ impl<T: Tool> AnyTool for T {
         });
         Ok(PreparedCall { writes, check })
     }
+}
+
+/// Each input type's schema, compiled once: every call is held to it.
+static VALIDATORS: std::sync::LazyLock<
+    std::sync::RwLock<HashMap<std::any::TypeId, Option<Arc<jsonschema::Validator>>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The compiled schema of `I` (`None`, logged, if it does not compile: the call is then held
+/// to serde's decoding alone).
+fn validator<I: 'static>(
+    tool: &str,
+    schema: &serde_json::Map<String, Value>,
+) -> Option<Arc<jsonschema::Validator>> {
+    let key = std::any::TypeId::of::<I>();
+    if let Some(known) = VALIDATORS
+        .read()
+        .ok()
+        .and_then(|map| map.get(&key).cloned())
+    {
+        return known;
+    }
+    let compiled = match jsonschema::validator_for(&Value::Object(schema.clone())) {
+        Ok(validator) => Some(Arc::new(validator)),
+        Err(error) => {
+            tracing::error!(tool, %error, "the input schema does not compile");
+            None
+        }
+    };
+    if let Ok(mut map) = VALIDATORS.write() {
+        map.insert(key, compiled.clone());
+    }
+    compiled
+}
+
+/// Holds decoded arguments to the tool's published schema. Missing and unlisted fields are
+/// serde's to judge (it takes a renamed field's older name, which the schema does not list);
+/// every other violation is refused, naming the field.
+fn check_schema<I: 'static>(
+    tool: &str,
+    arguments: &Value,
+    schema: &serde_json::Map<String, Value>,
+) -> Result<(), ArgumentError> {
+    let Some(validator) = validator::<I>(tool, schema) else {
+        return Ok(());
+    };
+    if validator.is_valid(arguments) {
+        return Ok(());
+    }
+    let Some(error) = validator.iter_errors(arguments).find(|error| {
+        !matches!(
+            error.kind(),
+            jsonschema::error::ValidationErrorKind::Required { .. }
+                | jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }
+        )
+    }) else {
+        return Ok(());
+    };
+    let field = error
+        .instance_path()
+        .as_str()
+        .trim_start_matches('/')
+        .replace('/', ".");
+    Err(ArgumentError {
+        tool: tool.to_owned(),
+        field,
+        problem: error.to_string(),
+        expected: schema_signature(schema),
+    })
 }
 
 /// Fields that clients add to every tool's arguments on their own, with who adds them: they

@@ -144,6 +144,40 @@ async fn core_7_bad_arguments_return_an_error_naming_the_field() {
 }
 
 #[tokio::test]
+async fn core_7_every_argument_is_held_to_the_published_schema_first() {
+    // Bounds serde does not know are refused by name, whatever the operation, before the
+    // tool looks for a server (issue 39: `line: 0` passed `lsp status`, and `lsp_rename`
+    // blamed a missing server).
+    let dir = workspace();
+    let server = Server::start(
+        dir.path(),
+        &["--approval", "allow"],
+        Client::without_elicitation(),
+    )
+    .await;
+    for (tool, arguments) in [
+        ("lsp", json!({"operation": "status", "line": 0})),
+        (
+            "lsp_rename",
+            json!({"path": "notes.txt", "line": 0, "symbol": "alpha", "new_name": "gamma"}),
+        ),
+        ("read", json!({"path": "notes.txt", "limit": 0})),
+    ] {
+        let result = server.call(tool, arguments).await;
+        assert!(is_error(&result), "{tool}: {}", text(&result));
+        let said = text(&result);
+        assert!(
+            said.starts_with(&format!("bad arguments for `{tool}`: field `")),
+            "{tool}: {said}"
+        );
+        assert!(
+            said.contains("less than the minimum of 1"),
+            "{tool}: {said}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn prod_4_read_edit_and_patch_through_mcp() {
     let dir = workspace();
     let server = Server::start(
