@@ -99,6 +99,16 @@ fn cases(agent: Agent) -> Vec<Case> {
     if !takes_elicitation(agent) {
         cases.retain(|case| case.tool != "ask_user");
     }
+    if agent == Agent::GeminiCli {
+        // Gemini CLI adds `wait_for_previous` to every tool's schema and passes on what its
+        // model sets: a call carrying it is answered, not refused (item 3).
+        cases.push(Case {
+            name: "injected wait_for_previous",
+            tool: "read",
+            args: json!({"path": "main.py", "wait_for_previous": true}),
+            holds: &["from shapes import area"],
+        });
+    }
     cases
 }
 
@@ -131,14 +141,14 @@ fn all_cases() -> Vec<Case> {
             name: "lsp references",
             tool: "lsp",
             args: json!({"operation": "references", "path": "shapes.py", "line": 1, "symbol": "area"}),
-            holds: &["main.py"],
+            holds: &["main.py", "print(area(3))"],
         },
         Case {
             name: "edit with fallout",
             tool: "edit",
             args: json!({"path": "shapes.py", "old_string": "def area(", "new_string": "def surface("}),
             // The diagnostics on write name the file that still imports the old name.
-            holds: &["main.py", "area"],
+            holds: &["main.py", "unknown import symbol"],
         },
         Case {
             name: "eval table",
@@ -308,13 +318,14 @@ async fn run_agent(agent: Agent, dir: &Path, root: &Path) -> Run {
         "ANTHROPIC_BASE_URL": base,
         "ANTHROPIC_API_KEY": "sk-scripted-endpoint",
         "DISABLE_AUTOUPDATER": "1",
+        // Only the endpoint is reachable: no telemetry, no update or feature-flag fetches.
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     });
     let prompt = "Use the agent-tools tools as the script says.";
     let mut command = tokio::process::Command::new(agent.bin());
     command
         .current_dir(root)
         .env("HOME", &home)
-        .env_remove("CI")
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
     match agent {
@@ -341,7 +352,8 @@ async fn run_agent(agent: Agent, dir: &Path, root: &Path) -> Run {
                 ])
                 .env("ANTHROPIC_BASE_URL", &base)
                 .env("ANTHROPIC_API_KEY", "sk-scripted-endpoint")
-                .env("DISABLE_AUTOUPDATER", "1");
+                .env("DISABLE_AUTOUPDATER", "1")
+                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
         }
         Agent::Codex => {
             let codex_home = dir.join("codex-home");
@@ -427,8 +439,9 @@ async fn run_agent(agent: Agent, dir: &Path, root: &Path) -> Run {
 }
 
 /// The tools `serve --vibe` lists to a client like `agent` (with or without elicitation), as
-/// (name, input property names).
-async fn served_tools(root: &Path, agent: Agent) -> Vec<(String, Vec<String>)> {
+/// (name, input property names), and what their names, descriptions and input schemas cost in
+/// tokens as `serve` sends them (the measure of `tokens.rs`).
+async fn served_tools(root: &Path, agent: Agent) -> (Vec<(String, Vec<String>)>, usize) {
     let client = if takes_elicitation(agent) {
         Client::answering(Vec::new())
     } else {
@@ -437,7 +450,19 @@ async fn served_tools(root: &Path, agent: Agent) -> Vec<(String, Vec<String>)> {
     let server = Server::start(root, &["--vibe", "--approval", "allow"], client).await;
     let tools = server.service.list_all_tools().await.unwrap();
     server.service.cancel().await.unwrap();
-    tools
+    let tokenizer = tiktoken_rs::o200k_base().unwrap();
+    let tokens = tools
+        .iter()
+        .map(|tool| {
+            let facing = json!({
+                "name": tool.name,
+                "description": tool.description,
+                "inputSchema": tool.input_schema,
+            });
+            tokenizer.encode_ordinary(&facing.to_string()).len()
+        })
+        .sum();
+    let tools = tools
         .iter()
         .map(|tool| {
             let properties = tool
@@ -448,7 +473,8 @@ async fn served_tools(root: &Path, agent: Agent) -> Vec<(String, Vec<String>)> {
                 .unwrap_or_default();
             (tool.name.to_string(), properties)
         })
-        .collect()
+        .collect();
+    (tools, tokens)
 }
 
 /// The agent-tools tools in one model request, as the client declared them: (bare name, the
@@ -463,19 +489,8 @@ fn declared_tools(agent: Agent, body: &Value) -> Vec<(String, Value)> {
                 Some((name.to_owned(), tool.clone()))
             })
             .collect(),
-        // Codex defers MCP tools for the models it knows: they reach the model in the output
-        // of its tool_search, as a namespace.
-        Agent::Codex => tools
+        Agent::Codex => codex_namespaces(body)
             .into_iter()
-            .chain(
-                body["input"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|item| item["type"] == "tool_search_output")
-                    .flat_map(|item| item["tools"].as_array().cloned().unwrap_or_default()),
-            )
-            .filter(|tool| tool["type"] == "namespace" && tool["name"] == "mcp__agent_tools")
             .flat_map(|tool| tool["tools"].as_array().cloned().unwrap_or_default())
             .filter_map(|tool| Some((tool["name"].as_str()?.to_owned(), tool.clone())))
             .collect(),
@@ -493,6 +508,26 @@ fn declared_tools(agent: Agent, body: &Value) -> Vec<(String, Value)> {
             })
             .collect(),
     }
+}
+
+/// The namespace holding the agent-tools tools as Codex declares it: Codex defers MCP tools for
+/// the models it knows, and they reach the model in the output of its tool_search.
+fn codex_namespaces(body: &Value) -> Vec<Value> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(
+            body["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|item| item["type"] == "tool_search_output")
+                .flat_map(|item| item["tools"].as_array().into_iter().flatten()),
+        )
+        .filter(|tool| tool["type"] == "namespace" && tool["name"] == "mcp__agent_tools")
+        .cloned()
+        .collect()
 }
 
 /// The property names of a declared tool's input schema, wherever the client put it.
@@ -631,7 +666,7 @@ async fn agent_cli_matrix(agent: Agent) {
     let project = python_project(FILES);
     let root = project.path();
     let dir = tempfile::tempdir().unwrap();
-    let expected_tools = served_tools(root, agent).await;
+    let (expected_tools, served_tokens) = served_tools(root, agent).await;
     let run = run_agent(agent, dir.path(), root).await;
     // For a look at the recorded requests by hand: the folder is kept and named.
     if std::env::var_os("AGENT_CLIS_KEEP").is_some() {
@@ -681,11 +716,12 @@ async fn agent_cli_matrix(agent: Agent) {
     );
 
     // The tool list reached the model: every tool, each schema's properties intact.
-    let declared = main
+    let declaring = main
         .iter()
-        .map(|body| declared_tools(agent, body))
-        .max_by_key(Vec::len)
-        .unwrap_or_default();
+        .max_by_key(|body| declared_tools(agent, body).len())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let declared = declared_tools(agent, &declaring);
     for (name, properties) in &expected_tools {
         match declared.iter().find(|(declared, _)| declared == name) {
             None => fail("tool list", format!("{name} never reached the model")),
@@ -722,7 +758,11 @@ async fn agent_cli_matrix(agent: Agent) {
         );
     }
     let tokenizer = tiktoken_rs::o200k_base().unwrap();
-    let tool_list = Value::Array(declared.iter().map(|(_, tool)| tool.clone()).collect());
+    let tool_list = match agent {
+        // The namespace's description (the server's instructions) is part of what Codex sends.
+        Agent::Codex => Value::Array(codex_namespaces(&declaring)),
+        _ => Value::Array(declared.iter().map(|(_, tool)| tool.clone()).collect()),
+    };
     let tokens = tokenizer.encode_ordinary(&tool_list.to_string()).len();
 
     // Each scripted call's result, as the model received it.
@@ -786,7 +826,9 @@ async fn agent_cli_matrix(agent: Agent) {
 
     let (_, _, version) = agent.package();
     eprintln!(
-        "\n== {} {version}: protocol {revision}, {} tools declared to the model, tool list {tokens} tokens (o200k)\n| call | what the model received |\n|---|---|\n{}",
+        "\n== {} {version}: protocol {revision}, {} tools declared to the model, tool list \
+         {tokens} tokens as sent to the model ({served_tokens} as serve lists them; o200k)\n\
+         | call | what the model received |\n|---|---|\n{}",
         agent.name(),
         declared.len(),
         matrix.join("\n")
