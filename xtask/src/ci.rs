@@ -393,8 +393,9 @@ pub(crate) fn sdist_installs(root: &Path) -> anyhow::Result<()> {
 
 /// Installs the language servers the tests use, each only when it is missing, so a second
 /// run costs a few file checks: basedpyright into the project's `.venv`, clangd from the
-/// distribution, typescript-language-server and typescript under `.tools/node`. The tests
-/// look for them in exactly these places (and on `PATH`).
+/// distribution, typescript-language-server and typescript under `.tools/node`, and the MCP
+/// Inspector and the agent CLIs each in a folder of its own under `.tools`. The tests look
+/// for them in exactly these places (and on `PATH`).
 fn install_language_servers(root: &Path) -> anyhow::Result<()> {
     if !root.join(".venv/bin/basedpyright-langserver").is_file() {
         if !root.join(".venv/bin/python").is_file() {
