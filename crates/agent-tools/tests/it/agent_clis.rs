@@ -296,6 +296,8 @@ async fn run_agent(agent: Agent, dir: &Path, root: &Path) -> Run {
         ),
     )
     .unwrap();
+    // The server runs behind a tap that passes every line on and records the handshake: the
+    // protocol revision each CLI negotiated is read from there (the server logs none).
     let server_args: Vec<String> = [
         clients_dir().join("mcp_tap.py").display().to_string(),
         handshake_log.display().to_string(),
@@ -309,7 +311,7 @@ async fn run_agent(agent: Agent, dir: &Path, root: &Path) -> Run {
         "allow".to_owned(),
         "--vibe".to_owned(),
     ]
-    .to_vec();
+    .into();
     // Codex and Gemini CLI pass the server a filtered environment: what it needs is said here.
     let server_env = json!({
         MARK: mark,
