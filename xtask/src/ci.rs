@@ -58,13 +58,14 @@ pub(crate) const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@
 /// The MCP TypeScript SDK the client test drives `serve` with (issue 21).
 const MCP_TYPESCRIPT_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 pub(crate) const TYPESCRIPT: &str = "typescript@5.9.3";
-/// The MCP Inspector whose CLI the client test drives (strict schema check, calls), in a
-/// folder of its own: it brings the SDK's next major version.
-const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
-/// The agent CLIs the agent CLI test drives headless against a scripted model (issue 39), each
-/// as (folder under `.tools`, package, version): a folder each, since each brings its own
-/// dependency tree (and Claude Code's and Codex's native binaries, in their platform packages).
-const AGENT_CLIS: &[(&str, &str, &str)] = &[
+/// Node packages installed each in a folder of its own under `.tools`, as (folder, package,
+/// version), because each brings a dependency tree of its own:
+/// - the MCP Inspector, whose CLI the client test drives (strict schema check, calls): it
+///   brings the SDK's next major version;
+/// - the agent CLIs the agent CLI test drives headless against a scripted model (issue 39),
+///   with Claude Code's and Codex's native binaries in their platform packages.
+const PINNED_IN_OWN_FOLDER: &[(&str, &str, &str)] = &[
+    ("inspector", "@modelcontextprotocol/inspector", "2.12.0"),
     ("claude-code", "@anthropic-ai/claude-code", "2.1.328"),
     ("codex", "@openai/codex", "0.169.0"),
     ("gemini-cli", "@google/gemini-cli", "0.61.0"),
@@ -472,30 +473,9 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
             root,
         )?;
     }
-    let inspector =
-        root.join(".tools/inspector/node_modules/@modelcontextprotocol/inspector/package.json");
-    let inspector_pinned = std::fs::read_to_string(&inspector).is_ok_and(|package| {
-        package.contains(&format!(
-            "\"version\": \"{}\"",
-            MCP_INSPECTOR.rsplit('@').next().unwrap_or_default()
-        ))
-    });
-    if !inspector_pinned {
-        step(
-            "npm",
-            &[
-                "install",
-                "--silent",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                ".tools/inspector",
-                MCP_INSPECTOR,
-            ],
-            root,
-        )?;
-    }
-    for (folder, package, version) in AGENT_CLIS {
+    // Each in a folder of its own: the Inspector brings the SDK's next major version, and
+    // the agent CLIs theirs.
+    for (folder, package, version) in PINNED_IN_OWN_FOLDER {
         let manifest = root
             .join(".tools")
             .join(folder)

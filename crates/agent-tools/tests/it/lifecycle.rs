@@ -314,6 +314,18 @@ impl Raw {
         Some(serde_json::from_str(&line).unwrap())
     }
 
+    /// Closes stdin, as a client that is done does, and checks that the server exits with
+    /// success.
+    async fn close(self) {
+        drop(self.stdin);
+        let mut child = self.child;
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("serve did not exit when stdin closed")
+            .unwrap();
+        assert!(status.success(), "{status}");
+    }
+
     async fn answer(&mut self) -> Value {
         let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
             .await
@@ -398,12 +410,7 @@ async fn a_request_nested_too_deep_to_parse_is_answered_and_the_server_goes_on()
     let answer = raw.answer().await;
     assert_eq!(answer["id"], json!(9));
     assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
-    drop(raw.stdin);
-    let status = tokio::time::timeout(Duration::from_secs(30), raw.child.wait())
-        .await
-        .expect("serve did not exit when stdin closed")
-        .unwrap();
-    assert!(status.success(), "{status}");
+    raw.close().await;
 }
 
 #[tokio::test]
@@ -605,10 +612,5 @@ async fn no_tool_sends_progress_after_its_response() {
     }
     // The test can fail: calls did report progress while they ran.
     assert!(progress > 0, "no call reported progress");
-    drop(raw.stdin);
-    let status = tokio::time::timeout(Duration::from_secs(30), raw.child.wait())
-        .await
-        .expect("serve did not exit when stdin closed")
-        .unwrap();
-    assert!(status.success(), "{status}");
+    raw.close().await;
 }
