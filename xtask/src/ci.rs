@@ -58,9 +58,18 @@ pub(crate) const TYPESCRIPT_LANGUAGE_SERVER: &str = "typescript-language-server@
 /// The MCP TypeScript SDK the client test drives `serve` with (issue 21).
 const MCP_TYPESCRIPT_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 pub(crate) const TYPESCRIPT: &str = "typescript@5.9.3";
-/// The MCP Inspector whose CLI the client test drives (strict schema check, calls), in a
-/// folder of its own: it brings the SDK's next major version.
-const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+/// Node packages installed each in a folder of its own under `.tools`, as (folder, package,
+/// version), because each brings a dependency tree of its own:
+/// - the MCP Inspector, whose CLI the client test drives (strict schema check, calls): it
+///   brings the SDK's next major version;
+/// - the agent CLIs the agent CLI test drives headless against a scripted model (issue 39),
+///   with Claude Code's and Codex's native binaries in their platform packages.
+const PINNED_IN_OWN_FOLDER: &[(&str, &str, &str)] = &[
+    ("inspector", "@modelcontextprotocol/inspector", "2.12.0"),
+    ("claude-code", "@anthropic-ai/claude-code", "2.1.328"),
+    ("codex", "@openai/codex", "0.169.0"),
+    ("gemini-cli", "@google/gemini-cli", "0.61.0"),
+];
 /// The Python debug adapter the debugger tests drive.
 pub(crate) const DEBUGPY: &str = "debugpy==1.8.22";
 
@@ -385,8 +394,9 @@ pub(crate) fn sdist_installs(root: &Path) -> anyhow::Result<()> {
 
 /// Installs the language servers the tests use, each only when it is missing, so a second
 /// run costs a few file checks: basedpyright into the project's `.venv`, clangd from the
-/// distribution, typescript-language-server and typescript under `.tools/node`. The tests
-/// look for them in exactly these places (and on `PATH`).
+/// distribution, typescript-language-server and typescript under `.tools/node`, and the MCP
+/// Inspector and the agent CLIs each in a folder of its own under `.tools`. The tests look
+/// for them in exactly these places (and on `PATH`).
 fn install_language_servers(root: &Path) -> anyhow::Result<()> {
     if !root.join(".venv/bin/basedpyright-langserver").is_file() {
         if !root.join(".venv/bin/python").is_file() {
@@ -463,28 +473,32 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
             root,
         )?;
     }
-    let inspector =
-        root.join(".tools/inspector/node_modules/@modelcontextprotocol/inspector/package.json");
-    let inspector_pinned = std::fs::read_to_string(&inspector).is_ok_and(|package| {
-        package.contains(&format!(
-            "\"version\": \"{}\"",
-            MCP_INSPECTOR.rsplit('@').next().unwrap_or_default()
-        ))
-    });
-    if !inspector_pinned {
-        step(
-            "npm",
-            &[
-                "install",
-                "--silent",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                ".tools/inspector",
-                MCP_INSPECTOR,
-            ],
-            root,
-        )?;
+    // Each in a folder of its own: the Inspector brings the SDK's next major version, and
+    // the agent CLIs theirs.
+    for (folder, package, version) in PINNED_IN_OWN_FOLDER {
+        let manifest = root
+            .join(".tools")
+            .join(folder)
+            .join("node_modules")
+            .join(package)
+            .join("package.json");
+        let pinned = std::fs::read_to_string(&manifest)
+            .is_ok_and(|text| text.contains(&format!("\"version\": \"{version}\"")));
+        if !pinned {
+            step(
+                "npm",
+                &[
+                    "install",
+                    "--silent",
+                    "--no-audit",
+                    "--no-fund",
+                    "--prefix",
+                    &format!(".tools/{folder}"),
+                    &format!("{package}@{version}"),
+                ],
+                root,
+            )?;
+        }
     }
     Ok(())
 }

@@ -1,15 +1,17 @@
-//! What the server tells every client up front (`instructions`): the surface, the approval
-//! policy, the families and how cards and long calls appear.
+//! What the server tells every client up front (`instructions`), written for the model: some
+//! clients make it the description the model reads on every turn (Codex), so it says only
+//! what the tools are for, whether writes ask first and which calls may run long, in about
+//! 400 characters. How cards and long calls travel in each protocol revision is for client
+//! authors, in the README.
 
 use std::sync::Arc;
 
 use tools_core::{ApprovalPolicy, Surface};
 
-use crate::flight;
 use crate::server::{RunFactory, chain};
 
-/// What the server tells every client up front: the surface, the approval policy and how
-/// cards and long calls appear.
+/// What the server tells every client up front: the families, the surface and approval
+/// policy, and the calls that may run long.
 pub(crate) fn instructions(runs: &dyn RunFactory, conversation: &str) -> String {
     // The families and long calls of the run this server builds, from each tool's spec:
     // a family the config leaves off (vibe) is not named. Built with a question port, as
@@ -21,55 +23,41 @@ pub(crate) fn instructions(runs: &dyn RunFactory, conversation: &str) -> String 
         Ok(dispatcher) => {
             let registry = dispatcher.registry();
             (
-                registry
-                    .families()
-                    .map(|family| format!("{} ({})", family.tools.join(", "), family.about))
-                    .collect(),
+                registry.families().map(|family| family.about).collect(),
                 registry
                     .specs()
                     .filter(|spec| spec.may_run_long)
                     .map(|spec| spec.name)
-                    .collect(),
+                    .collect::<Vec<_>>(),
             )
         }
-        Err(error) => (vec![format!("none: {}", chain(&*error))], Vec::new()),
+        Err(error) => (vec!["none"], {
+            tracing::warn!("no run to describe: {}", chain(&*error));
+            Vec::new()
+        }),
     };
     let options = runs.options();
     let surface = match options.surface {
-        Surface::Full => "full: read, write and exec tools are listed",
-        Surface::Plan => "plan: only read tools are listed",
-        Surface::Readonly => "readonly: only read tools are listed",
+        Surface::Full => "",
+        Surface::Plan | Surface::Readonly => " Only read tools are listed.",
     };
-    let approval = match options.approval {
-        ApprovalPolicy::Ask => {
-            "ask: each write or exec call first shows the person a permission card (an \
-             elicitation form); a client that takes no elicitation has no approver, so \
-             those calls are refused at once"
-        }
-        ApprovalPolicy::Allow => "allow: write and exec calls run without a card",
-        ApprovalPolicy::Deny => "deny: every write and exec call is refused",
+    let approval = match (options.surface, options.approval) {
+        (Surface::Plan | Surface::Readonly, _) => "",
+        (Surface::Full, ApprovalPolicy::Ask) => " Write and exec calls first ask the person.",
+        (Surface::Full, ApprovalPolicy::Allow) => " Write and exec calls run without asking.",
+        (Surface::Full, ApprovalPolicy::Deny) => " Write and exec calls are refused.",
     };
-    let long = match long.is_empty() {
-        true => String::new(),
-        false => format!(
-            "\nCalls of {} may run long: they report progress to a call that sent a \
-             progress token, at least every {} s, and become tasks (io.modelcontextprotocol/tasks) when a \
-             2026-07-28 request declares that extension: after {} s, or at once when they \
-             raise a card; a 2025-11-25 client gets them as tasks when it sends params.task \
-             (tools with execution.taskSupport), else as results when they end.",
-            long.join(", "),
-            flight::HEARTBEAT.as_secs(),
-            flight::TASK_GRACE.as_secs()
+    let long = match long.as_slice() {
+        [] => String::new(),
+        [one] => format!(" {one} may run long and reports progress."),
+        [first @ .., last] => format!(
+            " {} and {last} may run long and report progress.",
+            first.join(", ")
         ),
     };
     format!(
-        "Built-in tools bound to one workspace; paths are relative to its root, and \
-         locations print as path:LINE.\n\
-         Surface {surface}.\nApproval {approval}.\n\
-         Families: {}.\n\
-         Cards: a 2025-11-25 client gets elicitation/create requests; a 2026-07-28 client \
-         gets the call answered with resultType \"input_required\" and re-sends it with \
-         inputResponses and the same requestState.{long}",
-        families.join("; "),
+        "Built-in tools for one workspace: paths are relative to its root, locations print \
+         as path:LINE. For {}.{surface}{approval}{long}",
+        families.join(", "),
     )
 }

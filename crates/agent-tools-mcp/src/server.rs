@@ -30,7 +30,7 @@ use tools_core::{
 use crate::dialect;
 use crate::elicit::ElicitationPort;
 use crate::flight::{self, Asker, Cards, Flight, Flights, Step};
-use crate::wire::{mcp_result, mcp_tool, progress_sink};
+use crate::wire::{ProgressStream, mcp_result, mcp_tool};
 
 /// An error a [`RunFactory`] gives when it cannot build a run, with its causes.
 pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
@@ -332,13 +332,20 @@ impl ServerHandler for McpServer {
         let progress = context
             .meta
             .get_progress_token()
-            .map(|token| progress_sink(context.peer.clone(), token));
+            .map(|token| ProgressStream::start(context.peer.clone(), token));
         let cards = match (is_modern(&context), tasks) {
             (false, _) => Cards::Elicit(context.peer.clone()),
             (true, true) => Cards::Task,
             (true, false) => Cards::Park,
         };
-        match flight::drive(flight, context.ct.clone(), progress, cards).await {
+        let sink = progress.as_ref().map(ProgressStream::sink);
+        let step = flight::drive(flight, context.ct.clone(), sink, cards).await;
+        // Whatever the request answers (a result, input_required, a task), its progress
+        // token is spent once it does.
+        if let Some(progress) = progress {
+            progress.close().await;
+        }
+        match step {
             Step::Done(result) => Ok(mcp_result(result).into()),
             Step::Park(flight, raised) => Ok(self.flights.park(flight, raised)?.into()),
             Step::Task(flight, first) => {

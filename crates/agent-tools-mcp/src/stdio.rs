@@ -20,6 +20,11 @@ use crate::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND, PARSE_ERROR, error_answer
 /// A line-delimited JSON-RPC transport over a reader and a writer.
 pub struct LineTransport<R, W> {
     reader: BufReader<R>,
+    /// The line read so far. rmcp drops a `receive` in flight whenever it has something to
+    /// send, so what a partly read line already took from the reader is kept here, not in
+    /// the dropped future (issue 39: a request written in two pieces was lost when a
+    /// progress notification went out between them).
+    pending: Vec<u8>,
     writer: Arc<tokio::sync::Mutex<W>>,
     /// The 2025-11-25 task dialect, rewritten at this boundary (see [`dialect`]).
     dialect: Arc<Mutex<Dialect>>,
@@ -46,6 +51,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
     pub fn new(reader: R, writer: W) -> Self {
         LineTransport {
             reader: BufReader::new(reader),
+            pending: Vec::new(),
             writer: Arc::new(tokio::sync::Mutex::new(writer)),
             dialect: Arc::default(),
         }
@@ -79,18 +85,20 @@ where
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let mut bytes = Vec::new();
         loop {
-            bytes.clear();
-            match self.reader.read_until(b'\n', &mut bytes).await {
-                Ok(0) => return None,
+            // Cancel-safe: what `read_until` took is in `self.pending` even if this future
+            // is dropped before the line ends.
+            match self.reader.read_until(b'\n', &mut self.pending).await {
+                Ok(0) if self.pending.is_empty() => return None,
+                // The stream ended inside a line: it is read as the last line.
                 Ok(_) => {}
                 Err(error) => {
                     tracing::warn!(%error, "cannot read the MCP stream; ending the connection");
                     return None;
                 }
             }
-            let answer = match String::from_utf8(std::mem::take(&mut bytes)) {
+            let bytes = std::mem::take(&mut self.pending);
+            let answer = match String::from_utf8(bytes) {
                 Err(_) => Some(error_answer(
                     None,
                     PARSE_ERROR,
@@ -109,11 +117,15 @@ where
                 tracing::warn!("dropped an unreadable notification");
                 continue;
             };
-            if let Ok(bytes) = serde_json::to_vec(&answer)
-                && let Err(error) = write_line(&self.writer, bytes).await
-            {
-                tracing::warn!(%error, "cannot answer an unreadable request");
-                return None;
+            // Written from a task of its own: a write cut short when this future is dropped
+            // would leave half a line in the stream.
+            if let Ok(bytes) = serde_json::to_vec(&answer) {
+                let writer = Arc::clone(&self.writer);
+                tokio::spawn(async move {
+                    if let Err(error) = write_line(&writer, bytes).await {
+                        tracing::warn!(%error, "cannot answer an unreadable request");
+                    }
+                });
             }
         }
     }

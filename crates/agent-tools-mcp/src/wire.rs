@@ -9,37 +9,78 @@ use rmcp::model::{
     CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken, Tool, ToolAnnotations,
 };
 use rmcp::service::RoleServer;
+use tokio_util::sync::CancellationToken;
 use tools_core::{Progress, ProgressSink, Tier, ToolResult, ToolSpec};
 
 /// The least time between two progress notifications of one call.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 
-/// Sends a call's progress to the client as `notifications/progress`, at most one per
-/// [`PROGRESS_INTERVAL`] (the latest report wins), until the call ends.
-pub(crate) fn progress_sink(peer: rmcp::Peer<RoleServer>, token: ProgressToken) -> ProgressSink {
-    let (sender, mut receiver) = tokio::sync::watch::channel::<Option<Progress>>(None);
-    tokio::spawn(async move {
-        let mut step = 0.0;
-        while receiver.changed().await.is_ok() {
-            let Some(progress) = receiver.borrow_and_update().clone() else {
-                continue;
-            };
-            step += 1.0;
-            let mut param =
-                ProgressNotificationParam::new(token.clone(), progress.done.unwrap_or(step))
-                    .with_message(progress.message);
-            if let Some(total) = progress.total {
-                param = param.with_total(total);
+/// How long closing a call's progress waits for a notification already on its way: a
+/// client that stopped reading must not hold the call's answer back.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// A call's progress on its way to the client as `notifications/progress`, at most one per
+/// [`PROGRESS_INTERVAL`] (the latest report wins), until it is closed.
+pub(crate) struct ProgressStream {
+    sink: ProgressSink,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressStream {
+    /// Starts sending the reports given to [`ProgressStream::sink`] for `token`.
+    pub(crate) fn start(peer: rmcp::Peer<RoleServer>, token: ProgressToken) -> ProgressStream {
+        let (sender, mut receiver) = tokio::sync::watch::channel::<Option<Progress>>(None);
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut step = 0.0;
+            loop {
+                tokio::select! {
+                    biased;
+                    () = stopped.cancelled() => return,
+                    changed = receiver.changed() => if changed.is_err() { return },
+                }
+                let Some(progress) = receiver.borrow_and_update().clone() else {
+                    continue;
+                };
+                step += 1.0;
+                let mut param =
+                    ProgressNotificationParam::new(token.clone(), progress.done.unwrap_or(step))
+                        .with_message(progress.message);
+                if let Some(total) = progress.total {
+                    param = param.with_total(total);
+                }
+                if peer.notify_progress(param).await.is_err() {
+                    return;
+                }
+                tokio::select! {
+                    () = stopped.cancelled() => return,
+                    () = tokio::time::sleep(PROGRESS_INTERVAL) => {}
+                }
             }
-            if peer.notify_progress(param).await.is_err() {
-                return;
-            }
-            tokio::time::sleep(PROGRESS_INTERVAL).await;
+        });
+        let sink = Arc::new(move |progress: Progress| {
+            let _ = sender.send(Some(progress));
+        });
+        ProgressStream { sink, stop, task }
+    }
+
+    /// Where the call reports its progress.
+    pub(crate) fn sink(&self) -> ProgressSink {
+        Arc::clone(&self.sink)
+    }
+
+    /// Ends the stream before the request is answered: MCP allows no progress after the
+    /// response, so a report not yet sent is dropped, and one being sent is let finish first
+    /// (for up to [`CLOSE_WAIT`]) so that it goes out before the answer.
+    pub(crate) async fn close(self) {
+        self.stop.cancel();
+        let mut task = self.task;
+        if tokio::time::timeout(CLOSE_WAIT, &mut task).await.is_err() {
+            task.abort();
         }
-    });
-    Arc::new(move |progress: Progress| {
-        let _ = sender.send(Some(progress));
-    })
+    }
 }
 
 /// A tool as MCP lists it, with the tier mapped onto annotations.

@@ -408,7 +408,7 @@ mod tests {
                 .families()
                 .map(|f| (f.name, f.about))
                 .collect::<Vec<_>>(),
-            [("files", "file tools")]
+            [("files", "files")]
         );
     }
 

@@ -9,7 +9,7 @@ pub struct AskFamily;
 
 impl Family for AskFamily {
     const NAME: &'static str = "ask";
-    const ABOUT: &'static str = "questions to the person, when the client takes elicitation";
+    const ABOUT: &'static str = "questions to the person";
     type Config = NoConfig;
     type Resource = ();
 

@@ -36,7 +36,7 @@ pub struct Binding<'a> {
 pub trait Family: 'static {
     /// Its name: the umbrella's cargo feature and its table in the config file (`[NAME]`).
     const NAME: &'static str;
-    /// What it is, for the server's instructions ("the project's language servers").
+    /// What it is, for the server's instructions ("language servers").
     const ABOUT: &'static str;
     /// Its config table, with every key defaulted; unknown keys are errors that name them.
     type Config: DeserializeOwned + Default + Clone + Debug + Send + Sync + 'static;

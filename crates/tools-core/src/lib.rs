@@ -24,7 +24,7 @@ pub use crate::{
     context::{CallContext, Origin, Progress, ProgressSink, report_progress},
     dispatch::{
         ALLOW_WITH_FLAG, Bridge, CallOptions, Dispatcher, DispatcherOptions, MAX_BRIDGE_DEPTH,
-        Next, ShutdownSummary, ToolCall, Wrapper,
+        Next, ShutdownSummary, ToolCall, UNSEEN_WITHIN, Wrapper,
     },
     error::{ArgumentError, Error, Result, ToolError},
     family::{BindError, Binding, Family, NoConfig},

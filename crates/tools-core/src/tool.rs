@@ -1,6 +1,7 @@
 //! The typed [`Tool`] trait a family implements, its object-safe twin [`AnyTool`] that the
 //! registry holds, and what a call returns.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -349,7 +350,7 @@ impl<T: Tool> AnyTool for T {
     }
 
     fn input_schema(&self) -> serde_json::Map<String, Value> {
-        schema_for::<T::Input>()
+        input_schema::<T::Input>(T::NAME).schema.clone()
     }
 
     fn output_schema(&self) -> serde_json::Map<String, Value> {
@@ -395,18 +396,19 @@ impl<T: Tool> AnyTool for T {
                     tool: T::NAME.to_owned(),
                     field: String::new(),
                     problem: format!("the arguments are {kind}, not an object of named fields"),
-                    expected: schema_signature(&schema_for::<T::Input>()),
+                    expected: schema_signature(&input_schema::<T::Input>(T::NAME).schema),
                 });
             }
         };
         let mut arguments = arguments;
-        let schema = schema_for::<T::Input>();
-        let ignored = drop_injected(&mut arguments, &schema);
+        let input_schema = input_schema::<T::Input>(T::NAME);
+        let schema = &input_schema.schema;
+        let ignored = drop_injected(&mut arguments, schema);
         // Building the output schema costs; only a call that carried such a field needs it.
         let structured_note =
             !ignored.is_empty() && self.output_schema().contains_key("properties");
-        absent_when_null(&mut arguments, &schema);
-        let unlisted = unlisted_fields(&arguments, &schema);
+        absent_when_null(&mut arguments, schema);
+        let unlisted = unlisted_fields(&arguments, schema);
         let given = arguments.clone();
         let input: T::Input = serde_path_to_error::deserialize(arguments).map_err(|error| {
             let field = error.path().to_string();
@@ -425,9 +427,14 @@ impl<T: Tool> AnyTool for T {
                 tool: T::NAME.to_owned(),
                 field: if field == "." { String::new() } else { field },
                 problem: sent_twice(problem, &older),
-                expected: schema_signature(&schema),
+                expected: schema_signature(schema),
             }
         })?;
+        // What serde let through is then held to the published schema, before the tool sees
+        // it: bounds and patterns serde does not know (`line: 0` under `minimum: 1`) are
+        // refused by name whatever the operation, rather than ignored or blamed on something
+        // the call reaches later.
+        check_schema(T::NAME, &given, &input_schema)?;
         let writes = match T::WRITES_FILES {
             true => self.writes(&input, workspace),
             false => Writes::default(),
@@ -464,6 +471,75 @@ impl<T: Tool> AnyTool for T {
         });
         Ok(PreparedCall { writes, check })
     }
+}
+
+/// An input type's schema, made and compiled once: every call is decoded against it and held
+/// to it (making it anew with schemars on every call cost more than the call's own work).
+struct InputSchema {
+    schema: serde_json::Map<String, Value>,
+    /// `None`, logged, if it does not compile: calls are then held to serde's decoding alone.
+    validator: Option<jsonschema::Validator>,
+}
+
+static INPUT_SCHEMAS: std::sync::LazyLock<
+    std::sync::RwLock<HashMap<std::any::TypeId, Arc<InputSchema>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The schema of `I`, made on first use.
+fn input_schema<I: JsonSchema + 'static>(tool: &str) -> Arc<InputSchema> {
+    let key = std::any::TypeId::of::<I>();
+    let known = INPUT_SCHEMAS
+        .read()
+        .ok()
+        .and_then(|map| map.get(&key).cloned());
+    if let Some(known) = known {
+        return known;
+    }
+    let schema = schema_for::<I>();
+    let validator = match jsonschema::validator_for(&Value::Object(schema.clone())) {
+        Ok(validator) => Some(validator),
+        Err(error) => {
+            tracing::error!(tool, %error, "the input schema does not compile");
+            None
+        }
+    };
+    let made = Arc::new(InputSchema { schema, validator });
+    if let Ok(mut map) = INPUT_SCHEMAS.write() {
+        map.insert(key, Arc::clone(&made));
+    }
+    made
+}
+
+/// Holds decoded arguments to the tool's published schema. Missing and unlisted fields are
+/// serde's to judge (it takes a renamed field's older name, which the schema does not list);
+/// every other violation is refused, naming the field.
+fn check_schema(tool: &str, arguments: &Value, input: &InputSchema) -> Result<(), ArgumentError> {
+    let Some(validator) = &input.validator else {
+        return Ok(());
+    };
+    if validator.is_valid(arguments) {
+        return Ok(());
+    }
+    let Some(error) = validator.iter_errors(arguments).find(|error| {
+        !matches!(
+            error.kind(),
+            jsonschema::error::ValidationErrorKind::Required { .. }
+                | jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }
+        )
+    }) else {
+        return Ok(());
+    };
+    let field = error
+        .instance_path()
+        .as_str()
+        .trim_start_matches('/')
+        .replace('/', ".");
+    Err(ArgumentError {
+        tool: tool.to_owned(),
+        field,
+        problem: error.to_string(),
+        expected: schema_signature(&input.schema),
+    })
 }
 
 /// Fields that clients add to every tool's arguments on their own, with who adds them: they

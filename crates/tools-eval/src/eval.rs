@@ -63,8 +63,14 @@ pub struct EvalOutput {
     pub interpreter: String,
     /// Its version.
     pub version: String,
-    /// The kernel's process id as the kernel sees it (inside a sandbox, its number there).
+    /// The kernel's process id on the machine agent-tools runs on, as `ps` and `kill` there
+    /// know it.
     pub pid: u64,
+    /// Its process id inside its own PID namespace (every child runs in one where the
+    /// machine allows it, and the sandbox's), as the kernel's `os.getpid()` says; only when
+    /// that differs from `pid`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid_in_namespace: Option<u64>,
     /// Whether this cell started a new kernel (the first cell, a `reset`, or after a crash).
     pub new_kernel: bool,
     /// Why the previous kernel's state was lost, when it was lost without a `reset`.
@@ -181,10 +187,14 @@ impl Tool for Eval {
         let mut notes = Vec::new();
         if new_kernel {
             notes.push(format!(
-                "new {language} kernel: {} {}, pid {}, ready in {} ms",
+                "new {language} kernel: {} {}, pid {}{}, ready in {} ms",
                 kernel.interpreter,
                 kernel.version,
                 kernel.pid,
+                match kernel.pid_inside {
+                    Some(inside) => format!(" ({inside} in its own PID namespace)"),
+                    None => String::new(),
+                },
                 kernel.started_in.as_millis()
             ));
         }
@@ -204,6 +214,7 @@ impl Tool for Eval {
             interpreter: kernel.interpreter.clone(),
             version: kernel.version.clone(),
             pid: kernel.pid,
+            pid_in_namespace: kernel.pid_inside,
             new_kernel,
             state_lost,
             output: format!("{printed}{}", outcome.text),

@@ -28,10 +28,37 @@ pub(crate) use cell::Stop;
 use cell::{Event, Run, Step};
 use protocol::{HostMessage, KernelMessage};
 
-/// The Python kernel program, run with `python -c`.
+/// The Python kernel program, sent on its stdin to [`PYTHON_BOOT`].
 const PYTHON_KERNEL: &str = include_str!("kernel/python.py");
-/// The JavaScript kernel program, run with `node -e`.
+/// The JavaScript kernel program, sent on its stdin to [`JAVASCRIPT_BOOT`].
 const JAVASCRIPT_KERNEL: &str = include_str!("kernel/javascript.js");
+
+/// What `python -c` runs: it reads the kernel's source from stdin (its length in nine bytes,
+/// `%08d\n`, then the source) and runs it as `-c` would, under the same file name, so the
+/// kernel's frames are still told from a cell's by it. The source is not on the command line,
+/// where it filled the process table with 25 KB per kernel (issue 39); exactly its bytes are
+/// read, so the protocol that follows on stdin is the kernel's.
+const PYTHON_BOOT: &str = "import os\n\
+def _boot_read(n):\n    data = b''\n    while len(data) < n:\n        chunk = os.read(0, n - len(data))\n        \
+if not chunk:\n            raise SystemExit('agent-tools: the kernel source did not arrive')\n        \
+data += chunk\n    return data\n\
+exec(compile(_boot_read(int(_boot_read(9))), '<string>', 'exec'))\n";
+
+/// What `node -e` runs: the same for the JavaScript kernel, run in this context under the
+/// name `-e` gives (`[eval]`), which the kernel's stack trimming looks for.
+const JAVASCRIPT_BOOT: &str = "const fs = require('fs');\
+const bootRead = (n) => { const b = Buffer.alloc(n); let got = 0; while (got < n) { let k = 0; \
+try { k = fs.readSync(0, b, got, n - got, null); } catch (e) { if (e.code === 'EAGAIN') continue; throw e; } \
+if (k === 0) { process.stderr.write('agent-tools: the kernel source did not arrive\\n'); process.exit(1); } \
+got += k; } return b; };\
+require('vm').runInThisContext(bootRead(Number(bootRead(9).toString())).toString('utf8'), { filename: '[eval]' });";
+
+/// The kernel's source as its boot program reads it from stdin.
+fn boot_message(source: &str) -> Vec<u8> {
+    let mut message = format!("{:08}\n", source.len()).into_bytes();
+    message.extend_from_slice(source.as_bytes());
+    message
+}
 
 /// How long a kernel may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -72,6 +99,9 @@ pub(crate) struct Kernel {
     /// The kernel's pid on this machine, which `ps` and `kill` in the agent's shell know
     /// (inside a sandbox's PID namespace the kernel has another number for itself).
     pub(crate) pid: u64,
+    /// The kernel's own `getpid()`, when it differs from [`Kernel::pid`]: inside its own PID
+    /// namespace.
+    pub(crate) pid_inside: Option<u64>,
     pub(crate) group: ProcessGroup,
     leader: Leader,
     stdin: ChildStdin,
@@ -91,18 +121,20 @@ impl Kernel {
         context: &CallContext,
     ) -> Result<Kernel, StartError> {
         let started = Instant::now();
-        let (program, args) = match language {
+        let (program, args, source) = match language {
             Language::Python => (
                 python_interpreter(&launch.root),
-                vec!["-c".to_owned(), PYTHON_KERNEL.to_owned()],
+                vec!["-c".to_owned(), PYTHON_BOOT.to_owned()],
+                PYTHON_KERNEL,
             ),
             Language::Javascript => (
                 "node".to_owned(),
                 vec![
                     "--no-warnings".to_owned(),
                     "-e".to_owned(),
-                    JAVASCRIPT_KERNEL.to_owned(),
+                    JAVASCRIPT_BOOT.to_owned(),
                 ],
+                JAVASCRIPT_KERNEL,
             ),
         };
         let stderr = Arc::new(StderrTail::new());
@@ -122,13 +154,16 @@ impl Kernel {
             source,
         })?;
         let parts = child.into_parts();
-        let (Some(stdin), Some(stdout)) = (parts.stdin, parts.stdout) else {
+        let (Some(mut stdin), Some(stdout)) = (parts.stdin, parts.stdout) else {
             return Err(StartError::Exited {
                 command: shown,
                 how: "its pipes were not opened".to_owned(),
                 stderr: String::new(),
             });
         };
+        // A kernel that died before it read its source is told by its exit below.
+        let _ = stdin.write_all(&boot_message(source)).await;
+        let _ = stdin.flush().await;
         let (sender, mut events) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
@@ -143,14 +178,14 @@ impl Kernel {
             ready = tokio::time::timeout(START_TIMEOUT, events.recv()) => ready,
             () = context.cancellation().cancelled() => return Err(StartError::Cancelled),
         };
-        let (interpreter, version) = match ready {
+        let (interpreter, version, own_pid) = match ready {
             Ok(Some(KernelMessage::Ready {
                 pid,
                 interpreter,
                 version,
             })) => {
                 tracing::debug!(%language, kernel_pid = pid, "kernel ready");
-                (interpreter, version)
+                (interpreter, version, pid)
             }
             Ok(_) => {
                 let how = died(&mut leader).await;
@@ -168,13 +203,15 @@ impl Kernel {
                 });
             }
         };
+        // The machine's pid, which `ps` and `kill` in the agent's shell know; the kernel's
+        // own `getpid()` is its pid inside its namespace.
+        let pid = u64::from(leader.program_pid());
         Ok(Kernel {
             language,
             interpreter: interpreter.unwrap_or(program),
             version: version.unwrap_or_default(),
-            // The machine's pid, which `ps` and `kill` in the agent's shell know; the kernel's
-            // own `getpid()` is its pid inside its namespace.
-            pid: u64::from(leader.program_pid()),
+            pid,
+            pid_inside: Some(own_pid).filter(|own| *own != pid),
             group: parts.group,
             leader,
             stdin,

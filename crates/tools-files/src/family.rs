@@ -17,7 +17,7 @@ pub struct FilesConfig {}
 
 impl Family for FilesFamily {
     const NAME: &'static str = "files";
-    const ABOUT: &'static str = "file tools";
+    const ABOUT: &'static str = "files";
     type Config = FilesConfig;
     type Resource = ();
 

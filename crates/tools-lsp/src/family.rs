@@ -11,7 +11,7 @@ pub struct LspFamily;
 
 impl Family for LspFamily {
     const NAME: &'static str = "lsp";
-    const ABOUT: &'static str = "the project's language servers";
+    const ABOUT: &'static str = "language servers";
     type Config = LspConfig;
     type Resource = LspSupervisor;
 

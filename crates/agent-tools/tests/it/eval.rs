@@ -689,7 +689,7 @@ async fn eval_9_the_kernel_runs_inside_the_sandbox() {
     let banner_pid: u32 = first
         .split(", pid ")
         .nth(1)
-        .and_then(|rest| rest.split(',').next())
+        .and_then(|rest| rest.split([',', ' ']).next())
         .and_then(|pid| pid.parse().ok())
         .unwrap_or_else(|| panic!("no pid in {first}"));
     assert_ne!(banner_pid, 2, "{first}");
@@ -697,6 +697,17 @@ async fn eval_9_the_kernel_runs_inside_the_sandbox() {
         tools_process::process_info(banner_pid).is_some(),
         "the banner's pid {banner_pid} is not a process here: {first}"
     );
+    // And it says which number is which (issue 39).
+    assert!(first.contains("(2 in its own PID namespace)"), "{first}");
+    // The kernel's source came on its stdin, not its command line: the process table shows
+    // a short boot program, not 25 KB of kernel (issue 39).
+    for process in crate::support::marked_processes(&server.mark) {
+        assert!(
+            process.len() < 1_000,
+            "{} bytes: {process:.200}",
+            process.len()
+        );
+    }
     // The interrupt travels over the pipe, so it lands inside the sandbox too.
     t.call(&server, "eval", cell("kept = 3")).await;
     t.call(&server, "eval", cell("while True:\n    pass")).await;

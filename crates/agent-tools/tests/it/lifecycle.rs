@@ -256,9 +256,14 @@ struct Raw {
 
 impl Raw {
     async fn start(root: &Path) -> Raw {
+        Raw::start_with(root, &[]).await
+    }
+
+    async fn start_with(root: &Path, args: &[&str]) -> Raw {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tools"))
             .args(["serve", "--root"])
             .arg(root)
+            .args(args)
             .env(MARK, unique_mark())
             .env("AGENT_TOOLS_LOG", "warn")
             .stdin(std::process::Stdio::piped())
@@ -298,6 +303,27 @@ impl Raw {
     async fn send_bytes(&mut self, bytes: &[u8]) {
         self.stdin.write_all(bytes).await.unwrap();
         self.stdin.flush().await.unwrap();
+    }
+
+    /// The next line the server writes, or `None` when it wrote nothing for `quiet`.
+    async fn line_within(&mut self, quiet: Duration) -> Option<Value> {
+        let line = tokio::time::timeout(quiet, self.lines.next_line())
+            .await
+            .ok()?
+            .unwrap()?;
+        Some(serde_json::from_str(&line).unwrap())
+    }
+
+    /// Closes stdin, as a client that is done does, and checks that the server exits with
+    /// success.
+    async fn close(self) {
+        drop(self.stdin);
+        let mut child = self.child;
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("serve did not exit when stdin closed")
+            .unwrap();
+        assert!(status.success(), "{status}");
     }
 
     async fn answer(&mut self) -> Value {
@@ -384,12 +410,7 @@ async fn a_request_nested_too_deep_to_parse_is_answered_and_the_server_goes_on()
     let answer = raw.answer().await;
     assert_eq!(answer["id"], json!(9));
     assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
-    drop(raw.stdin);
-    let status = tokio::time::timeout(Duration::from_secs(30), raw.child.wait())
-        .await
-        .expect("serve did not exit when stdin closed")
-        .unwrap();
-    assert!(status.success(), "{status}");
+    raw.close().await;
 }
 
 #[tokio::test]
@@ -406,4 +427,190 @@ async fn a_server_with_no_calls_exits_at_once_when_stdin_closes() {
         .unwrap();
     assert!(status.success());
     let _ = marked_processes("none");
+}
+
+/// A Rust crate with a helper another module calls (an edit to it breaks the caller, so the
+/// edit waits for rust-analyzer's check), a Python script, and vibe workers that echo.
+fn every_tool_project() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, root) = rust_project();
+    let worker = root.join("worker.sh");
+    write_files(
+        &root,
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            ),
+            (
+                "src/lib.rs",
+                "mod user;\n\npub fn helper(a: i32) -> i32 {\n    a + 1\n}\n",
+            ),
+            (
+                "src/user.rs",
+                "pub fn call() -> i32 {\n    crate::helper(1)\n}\n",
+            ),
+            ("app.py", "total = 1 + 1\nprint(total)\n"),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"demo\"\nversion = \"0\"\n",
+            ),
+            (
+                "worker.sh",
+                "#!/bin/sh\ncat >/dev/null; echo \"the worker is done\"\n",
+            ),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&worker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        root.join("agent-tools.toml"),
+        format!(
+            "{}\n[vibe]\nfast = [{:?}]\n",
+            config(&root),
+            worker.display().to_string()
+        ),
+    )
+    .unwrap();
+    (dir, root)
+}
+
+#[tokio::test]
+async fn no_tool_sends_progress_after_its_response() {
+    // MCP allows no progress notification for a request once it has been answered (issue 39
+    // item 7): every tool is called with a progress token, over the wire, and each of its
+    // notifications must come before its answer, including those sent while it waited for a
+    // language server's check.
+    if !rust_analyzer_available() {
+        eprintln!("skipped: rust-analyzer is not installed");
+        return;
+    }
+    let (_dir, root) = every_tool_project();
+    let state = root.join(".state-outside");
+    let state = state.display().to_string();
+    let mut raw = Raw::start_with(
+        &root,
+        &["--approval", "allow", "--vibe", "--state-dir", &state],
+    )
+    .await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await;
+    let listed = raw.answer().await;
+    let listed: Vec<String> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect();
+    // `null` ids are filled from the answer of the call that made them.
+    let calls: Vec<(&str, Value)> = vec![
+        ("read", json!({"path": "src/lib.rs"})),
+        ("write", json!({"path": "notes.txt", "content": "notes\n"})),
+        (
+            "edit",
+            json!({"path": "src/lib.rs", "old_string": "pub fn helper(a: i32)",
+                   "new_string": "pub fn helper(a: i32, b: i32)"}),
+        ),
+        (
+            "apply_patch",
+            json!({"patch": "--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+added\n"}),
+        ),
+        (
+            "ast_grep",
+            json!({"pattern": "crate::helper($$$A)", "language": "rust"}),
+        ),
+        (
+            "ast_edit",
+            json!({"pattern": "a + 1", "rewrite": "a + 2", "language": "rust"}),
+        ),
+        ("resolve", json!({"edit_id": null, "action": "discard"})),
+        (
+            "lsp",
+            json!({"operation": "diagnostics", "path": "src/user.rs"}),
+        ),
+        (
+            "lsp_rename",
+            json!({"path": "src/lib.rs", "line": 3, "symbol": "helper", "new_name": "helped"}),
+        ),
+        (
+            "lsp_code_action",
+            json!({"path": "src/user.rs", "line": 2, "symbol": "helped", "title": "Inline"}),
+        ),
+        (
+            "eval",
+            json!({"code": "sum(range(10))", "description": "add up the first ten numbers"}),
+        ),
+        (
+            "debug",
+            json!({"operation": "launch", "program": "app.py", "lines": [2]}),
+        ),
+        ("debug", json!({"operation": "terminate"})),
+        ("ask_user", json!({"question": "Which one?"})),
+        (
+            "vibe_spawn",
+            json!({"brief": "finish", "label": "finish", "tier": "fast"}),
+        ),
+        ("vibe_wait", json!({"worker_id": null})),
+        ("vibe_send", json!({"worker_id": null, "message": "more"})),
+        ("vibe_list", json!({})),
+        ("vibe_kill", json!({"worker_id": null})),
+    ];
+    let mut answered: Vec<(i64, String, Value)> = Vec::new();
+    let mut progress = 0;
+    let mut made = serde_json::Map::new();
+    for (id, (name, mut arguments)) in (100..).zip(calls.clone()) {
+        for (key, value) in arguments.as_object_mut().unwrap() {
+            if value.is_null() {
+                *value = made.get(key).cloned().unwrap_or(Value::Null);
+            }
+        }
+        let token = format!("progress-{id}");
+        raw.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": name, "arguments": arguments, "_meta": {"progressToken": token}}}),
+        )
+        .await;
+        let answer = loop {
+            let message = raw
+                .line_within(Duration::from_secs(120))
+                .await
+                .unwrap_or_else(|| panic!("`{name}` got no answer within 120s"));
+            if message["method"] == "notifications/progress" {
+                let of = message["params"]["progressToken"].as_str().unwrap();
+                assert!(
+                    !answered.iter().any(|(_, token, _)| token == of),
+                    "a progress notification came after its call's response: {message}"
+                );
+                progress += 1;
+                continue;
+            }
+            if message["id"] == json!(id) {
+                break message;
+            }
+        };
+        if let Some(structured) = answer["result"]["structuredContent"].as_object() {
+            for key in ["edit_id", "worker_id"] {
+                if let Some(value) = structured.get(key) {
+                    made.insert(key.to_owned(), value.clone());
+                }
+            }
+        }
+        answered.push((id, token, answer));
+    }
+    // Whatever a call's progress task still had, it would come within its interval.
+    while let Some(message) = raw.line_within(Duration::from_millis(1_500)).await {
+        assert_ne!(
+            message["method"], "notifications/progress",
+            "a progress notification came after its call's response: {message}"
+        );
+    }
+    let called: Vec<&str> = calls.iter().map(|(name, _)| *name).collect();
+    for name in &listed {
+        assert!(called.contains(&name.as_str()), "`{name}` was not called");
+    }
+    for (id, _, answer) in &answered {
+        assert!(answer.get("result").is_some(), "call {id}: {answer}");
+    }
+    // The test can fail: calls did report progress while they ran.
+    assert!(progress > 0, "no call reported progress");
+    raw.close().await;
 }

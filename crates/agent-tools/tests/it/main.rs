@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_clis;
 mod ast;
 mod cli;
 mod clients;

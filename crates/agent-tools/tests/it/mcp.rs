@@ -144,6 +144,40 @@ async fn core_7_bad_arguments_return_an_error_naming_the_field() {
 }
 
 #[tokio::test]
+async fn core_7_every_argument_is_held_to_the_published_schema_first() {
+    // Bounds serde does not know are refused by name, whatever the operation, before the
+    // tool looks for a server (issue 39: `line: 0` passed `lsp status`, and `lsp_rename`
+    // blamed a missing server).
+    let dir = workspace();
+    let server = Server::start(
+        dir.path(),
+        &["--approval", "allow"],
+        Client::without_elicitation(),
+    )
+    .await;
+    for (tool, arguments) in [
+        ("lsp", json!({"operation": "status", "line": 0})),
+        (
+            "lsp_rename",
+            json!({"path": "notes.txt", "line": 0, "symbol": "alpha", "new_name": "gamma"}),
+        ),
+        ("read", json!({"path": "notes.txt", "limit": 0})),
+    ] {
+        let result = server.call(tool, arguments).await;
+        assert!(is_error(&result), "{tool}: {}", text(&result));
+        let said = text(&result);
+        assert!(
+            said.starts_with(&format!("bad arguments for `{tool}`: field `")),
+            "{tool}: {said}"
+        );
+        assert!(
+            said.contains("less than the minimum of 1"),
+            "{tool}: {said}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn prod_4_read_edit_and_patch_through_mcp() {
     let dir = workspace();
     let server = Server::start(
@@ -402,6 +436,33 @@ async fn core_5_permission_cards_go_out_as_elicitation_and_only_allow_runs() {
         assert!(cards[1].0.contains("\"path\": \"notes.txt\""));
         assert_eq!(cards[1].1["required"], json!(["decision"]));
         assert!(cards[1].1["properties"].get("skip").is_none());
+    }
+}
+
+#[tokio::test]
+async fn core_5_a_card_the_client_declines_at_once_is_said_to_be_the_clients() {
+    // Headless agent CLIs (`claude -p`, `codex exec`) answer permission cards themselves,
+    // at once, without showing them to anyone (issue 39): the model must not be told that a
+    // person refused.
+    for era in ERAS {
+        for (person, how) in [(Person::Decline, "declined"), (Person::Cancel, "cancelled")] {
+            let dir = workspace();
+            let client = Client::answering(vec![person]).in_era(era);
+            let server = Server::start(dir.path(), &[], client).await;
+            let refused = server
+                .call("write", json!({"path": "notes.txt", "content": "first"}))
+                .await;
+            assert!(is_error(&refused));
+            let said = text(&refused);
+            let start = format!("`write` was not run: the client {how} permission card 1 ");
+            assert!(said.starts_with(&start), "{era:?}: {said}");
+            assert!(said.contains("without showing it to a person"), "{said}");
+            assert!(
+                said.contains("start the server with `--approval allow`"),
+                "{said}"
+            );
+            assert!(!said.contains("the person"), "{said}");
+        }
     }
 }
 

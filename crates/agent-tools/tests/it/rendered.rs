@@ -378,6 +378,10 @@ async fn prod_2_the_instructions_read_as_snapshotted() {
             .peer_info()
             .and_then(|info| info.instructions.clone())
             .unwrap_or_default();
+        // Codex makes them the description the model reads on every turn (issue 39): they
+        // are for the model, and short.
+        let length = instructions.chars().count();
+        assert!(length <= 400, "{length} characters: {instructions}");
         // Nothing in them varies between runs: no filters, so the constants show.
         insta::with_settings!({prepend_module_to_snapshot => false}, {
             insta::assert_snapshot!(name, instructions);

@@ -139,8 +139,25 @@ impl QuestionPort for Scripted {
             if answer == Answer::Expired {
                 futures::future::pending::<()>().await;
             }
+            // A person who declines or dismisses a card reads it first: longer than a client
+            // that answers by itself (CORE-5).
+            if matches!(
+                answer,
+                Answer::Declined | Answer::Cancelled | Answer::Skipped
+            ) {
+                tokio::time::sleep(UNSEEN_WITHIN).await;
+            }
             answer
         })
+    }
+}
+
+/// A client that answers every card at once, as headless agent CLIs do.
+struct AtOnce(Answer);
+impl QuestionPort for AtOnce {
+    fn ask(&self, _card: Card) -> BoxFuture<'_, Answer> {
+        let answer = self.0.clone();
+        Box::pin(async move { answer })
     }
 }
 
@@ -345,11 +362,16 @@ async fn core_5_policies_allow_deny_and_fail_closed_without_an_approver() {
 }
 
 async fn ask_with(answer: Answer) -> (ToolResult, Vec<Card>) {
+    // The expiry the `Expired` case names; the others are answered well within theirs.
+    let expiry = match answer {
+        Answer::Expired => Duration::from_millis(50),
+        _ => Duration::from_secs(5),
+    };
     let port = Arc::new(Scripted {
         answer,
         seen: Default::default(),
     });
-    let questions = Arc::new(Questions::new(port.clone(), Duration::from_millis(50)));
+    let questions = Arc::new(Questions::new(port.clone(), expiry));
     let d = dispatcher_with(Some(questions), DispatcherOptions::default(), |_| {});
     let result = call(&d, "poke", json!({})).await;
     let seen = port.seen.lock().unwrap().clone();
@@ -404,6 +426,44 @@ async fn core_5_permission_cards_allow_only_on_an_explicit_allow() {
             result.text
         );
     }
+}
+
+#[tokio::test]
+async fn core_5_a_card_answered_faster_than_a_person_can_is_said_to_be_the_clients() {
+    for (answer, how) in [
+        (Answer::Cancelled, "cancelled"),
+        (Answer::Declined, "declined"),
+    ] {
+        let port = Arc::new(AtOnce(answer));
+        let questions = Arc::new(Questions::new(port, Duration::from_secs(5)));
+        let d = dispatcher_with(Some(questions), DispatcherOptions::default(), |_| {});
+        let result = call(&d, "poke", json!({})).await;
+        assert!(result.is_error);
+        let prefix = format!("`poke` was not run: the client {how} permission card 1 ");
+        assert!(result.text.starts_with(&prefix), "{}", result.text);
+        for needle in [
+            "without showing it to a person",
+            "tell the user the change needs approval",
+            "start the server with `--approval allow`",
+        ] {
+            assert!(result.text.contains(needle), "{needle}: {}", result.text);
+        }
+    }
+    // A person's "deny", however quick, is theirs.
+    let port = Arc::new(AtOnce(Answer::Answered {
+        selected: vec!["deny".into()],
+        text: None,
+    }));
+    let questions = Arc::new(Questions::new(port, Duration::from_secs(5)));
+    let d = dispatcher_with(Some(questions), DispatcherOptions::default(), |_| {});
+    let result = call(&d, "poke", json!({})).await;
+    assert!(
+        result
+            .text
+            .contains("the person denied permission (card 1)"),
+        "{}",
+        result.text
+    );
 }
 
 #[tokio::test]
