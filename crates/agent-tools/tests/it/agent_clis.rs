@@ -2,7 +2,10 @@
 //! Codex and Gemini CLI each run headless with `agent-tools serve` as their MCP server,
 //! against a scripted model endpoint on 127.0.0.1 (`tests/clients/model_endpoint.py`) that
 //! records every request. What is asserted is what a model receives: the tool list, and for
-//! each scripted call the tool result as the CLI put it into the next request.
+//! each scripted call the tool result as the CLI put it into the next request. The matrix runs
+//! `serve --approval allow`; a second, one-call run per client keeps the default
+//! `--approval ask` and reads what the model is told when the client answers the permission
+//! card itself (item 4).
 //!
 //! Each test prints its row of the matrix (protocol revision, tool-list tokens, what the
 //! model received per call). An assertion that fails today only because of another item of
@@ -251,10 +254,11 @@ fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
 }
 
-/// Runs `agent` once through the whole script and returns what was recorded.
-async fn run_agent(agent: Agent, dir: &Path, root: &Path) -> Run {
+/// Runs `agent` once through the script of `calls`, with `serve --approval {approval}` as its
+/// MCP server, and returns what was recorded.
+async fn run_agent(agent: Agent, dir: &Path, root: &Path, calls: &[Case], approval: &str) -> Run {
     let script = json!({
-        "calls": cases(agent).iter().map(|case| json!({"tool": case.tool, "args": case.args})).collect::<Vec<_>>(),
+        "calls": calls.iter().map(|case| json!({"tool": case.tool, "args": case.args})).collect::<Vec<_>>(),
         "answer": FINAL_ANSWER,
         "worker_marker": WORKER_BRIEF,
         "worker_answer": WORKER_ANSWER,
@@ -306,9 +310,10 @@ async fn run_agent(agent: Agent, dir: &Path, root: &Path) -> Run {
         "serve".to_owned(),
         "--root".to_owned(),
         root.display().to_string(),
-        // Item 4: a headless client answers cards without a person; writes are allowed.
+        // Item 4: a headless client answers cards without a person; the matrix allows
+        // writes, `headless_write_under_ask` keeps the default and reads the refusal.
         "--approval".to_owned(),
-        "allow".to_owned(),
+        approval.to_owned(),
         "--vibe".to_owned(),
     ]
     .into();
@@ -669,7 +674,7 @@ async fn agent_cli_matrix(agent: Agent) {
     let root = project.path();
     let dir = tempfile::tempdir().unwrap();
     let (expected_tools, served_tokens) = served_tools(root, agent).await;
-    let run = run_agent(agent, dir.path(), root).await;
+    let run = run_agent(agent, dir.path(), root, &cases(agent), "allow").await;
     // For a look at the recorded requests by hand: the folder is kept and named.
     if std::env::var_os("AGENT_CLIS_KEEP").is_some() {
         eprintln!("{} recorded in {}", agent.name(), dir.keep().display());
@@ -864,6 +869,110 @@ async fn agent_cli_matrix(agent: Agent) {
     );
 }
 
+/// The file the scripted `write` asks for under `--approval ask`; it must never appear.
+const REFUSED_FILE: &str = "notes.py";
+
+/// Item 4 through the real client: under the default `--approval ask` the scripted model
+/// calls `write` once. Claude Code (`-p`) and Codex (`exec`) declare elicitation but answer
+/// the permission card themselves, at once, without showing it to anyone: the model must be
+/// told that the client answered it, not a person, and that an unattended client needs
+/// `--approval allow`. Gemini CLI declares no elicitation: its model is told that no approver
+/// is connected. Either way the file is not written and nothing is left running.
+async fn headless_write_under_ask(agent: Agent) {
+    if !agent.installed() {
+        return;
+    }
+    let project = python_project(FILES);
+    let root = project.path();
+    let dir = tempfile::tempdir().unwrap();
+    let calls = [Case {
+        name: "write under ask",
+        tool: "write",
+        args: json!({"path": REFUSED_FILE, "content": "print('written')\n"}),
+        holds: &[],
+    }];
+    let run = run_agent(agent, dir.path(), root, &calls, "ask").await;
+    if std::env::var_os("AGENT_CLIS_KEEP").is_some() {
+        eprintln!("{} recorded in {}", agent.name(), dir.keep().display());
+    }
+    let context = || {
+        format!(
+            "{} stdout (tail):\n{}\nstderr (tail):\n{}",
+            agent.name(),
+            tail(&run.stdout, 3000),
+            tail(&run.stderr, 3000)
+        )
+    };
+    let main = main_requests(agent, &run);
+    let last = main
+        .iter()
+        .max_by_key(|body| tool_results(agent, body).len())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let mut results = tool_results(agent, &last);
+    if agent == Agent::ClaudeCode && !results.is_empty() {
+        // The first result is ToolSearch's.
+        results.remove(0);
+    }
+    let result = results
+        .first()
+        .unwrap_or_else(|| panic!("the model never received the write's result\n{}", context()));
+    let received = payload(agent, result);
+    eprintln!(
+        "\n== {} under --approval ask\n| call | what the model received |\n|---|---|\n| {} | {} |",
+        agent.name(),
+        calls[0].name,
+        abbreviate(&received, 400).replace('|', "\\|")
+    );
+    let said = received.to_string().to_lowercase();
+    // What each client does with the card: `claude -p` cancels it about 0.1 s after it is
+    // sent, `codex exec` declines it at once; Gemini CLI is never sent one.
+    let holds: &[&str] = match agent {
+        Agent::ClaudeCode => &[
+            "the client cancelled permission card 1",
+            "without showing it to a person",
+            "--approval allow",
+        ],
+        Agent::Codex => &[
+            "the client declined permission card 1",
+            "without showing it to a person",
+            "--approval allow",
+        ],
+        Agent::GeminiCli => &["no approver is connected", "--approval allow"],
+    };
+    let missing: Vec<&&str> = holds.iter().filter(|fact| !said.contains(*fact)).collect();
+    assert!(
+        missing.is_empty(),
+        "{}: the write's result lacks {missing:?}: {}",
+        agent.name(),
+        abbreviate(&received, 1000)
+    );
+    // Nobody saw a card: the model must not be told that a person refused.
+    assert!(
+        !said.contains("the person"),
+        "{}: the write's result blames a person: {}",
+        agent.name(),
+        abbreviate(&received, 1000)
+    );
+    assert!(
+        !root.join(REFUSED_FILE).exists(),
+        "{}: the refused write created {REFUSED_FILE}",
+        agent.name()
+    );
+    assert!(
+        run.stdout.contains(FINAL_ANSWER),
+        "{}: the client did not print the final answer\n{}",
+        agent.name(),
+        context()
+    );
+    assert!(
+        run.left.is_empty(),
+        "{}: left behind: {:?}",
+        agent.name(),
+        run.left
+    );
+}
+
 fn tail(text: &str, bytes: usize) -> &str {
     let start = text.len().saturating_sub(bytes);
     let start = (start..text.len())
@@ -885,4 +994,19 @@ async fn codex_receives_every_tool_and_every_answer() {
 #[tokio::test]
 async fn gemini_cli_receives_every_tool_and_every_answer() {
     agent_cli_matrix(Agent::GeminiCli).await;
+}
+
+#[tokio::test]
+async fn claude_code_is_told_its_client_cancelled_the_card_under_ask() {
+    headless_write_under_ask(Agent::ClaudeCode).await;
+}
+
+#[tokio::test]
+async fn codex_is_told_its_client_declined_the_card_under_ask() {
+    headless_write_under_ask(Agent::Codex).await;
+}
+
+#[tokio::test]
+async fn gemini_cli_is_told_no_approver_is_connected_under_ask() {
+    headless_write_under_ask(Agent::GeminiCli).await;
 }
