@@ -218,14 +218,7 @@ fn all_cases() -> Vec<Case> {
 
 /// Cases that fail today only because another item of issue 39 is not in yet: (client, case,
 /// the item). Remove an entry when its item lands; the test fails while a listed case passes.
-const EXPECTED_FAILURES: &[(Agent, &str, &str)] = &[
-    // Item 2: images are written as files, their path in the structure. Codex drops images.
-    (Agent::Codex, "eval figure", "item 2"),
-    // Item 1: ASK-3's instruction is in the text only, and Codex reads only the structure of
-    // a declined card. (Claude Code's `-p` dismisses the card, whose answer is an error: the
-    // error's text reaches it.)
-    (Agent::Codex, "ask_user declined", "item 1"),
-];
+const EXPECTED_FAILURES: &[(Agent, &str, &str)] = &[];
 
 /// The workspace every client works in: a module and its importer (for hover, references and
 /// the edit's fallout) and a program to stop in.
