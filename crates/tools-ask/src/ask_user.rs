@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{
     Answer, CallContext, Card, CardKind, CardOption, Questions, Tier, Tool, ToolError, ToolOutput,
+    UNSEEN_WITHIN,
 };
 
 /// Ask the person running this session and wait for the answer. Only when the work cannot
@@ -101,7 +102,37 @@ impl Tool for AskUser {
     ) -> Result<ToolOutput<AskUserOutput>, ToolError> {
         let card = card_for(input)?;
         let labels: Vec<String> = card.options.iter().map(|o| o.label.clone()).collect();
+        let asked = tokio::time::Instant::now();
         let (number, answer) = self.questions.ask(card).await;
+        // A card declined or dismissed faster than anyone reads it was the client's answer
+        // (headless agent CLIs answer cards themselves): the model is not told a person
+        // refused, and is told that asking again gets the same.
+        let took = asked.elapsed();
+        if took < UNSEEN_WITHIN && matches!(answer, Answer::Declined | Answer::Cancelled) {
+            let how = match answer {
+                Answer::Declined => "declined",
+                _ => "dismissed",
+            };
+            let note = format!(
+                "the client {how} card {number} {} ms after it was sent, without showing it to a \
+                 person; {PROCEED}, and do not call ask_user again in this run: this client \
+                 answers every card the same way",
+                took.as_millis()
+            );
+            return match answer {
+                Answer::Declined => Ok(ToolOutput::new(
+                    capitalise(&note),
+                    AskUserOutput {
+                        card: number,
+                        outcome: Outcome::Declined,
+                        selected: vec![],
+                        text: None,
+                        notes: vec![capitalise(&note)],
+                    },
+                )),
+                _ => Err(ToolError::failed(note)),
+            };
+        }
         // The instruction a card without an answer carries (ASK-3) is said in the text and
         // kept in the structure, which is all that some clients show the model.
         let output = |outcome, selected, text, notes| AskUserOutput {

@@ -24,15 +24,25 @@ use serde_json::Value;
 pub enum Person {
     /// Accepts the form with this content.
     Accept(Value),
-    /// Declines.
+    /// Declines, after reading the card (longer than [`tools_core::UNSEEN_WITHIN`]).
     Decline,
-    /// Dismisses.
+    /// Dismisses, after reading the card.
     Cancel,
+    /// A client that declines every card itself, at once, showing it to no one (`codex
+    /// exec`).
+    ClientDeclines,
+    /// A client that dismisses every card itself, at once (`claude -p`).
+    ClientCancels,
     /// Never answers.
     Hang,
     /// Accepts with this content after a while.
     Slow(std::time::Duration, Value),
 }
+
+/// How long a person takes to read a card before declining or dismissing it: longer than a
+/// client that answers by itself.
+const READING: std::time::Duration =
+    tools_core::UNSEEN_WITHIN.saturating_add(std::time::Duration::from_millis(50));
 
 /// Which protocol a client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,8 +164,15 @@ impl ClientHandler for Client {
             Person::Accept(content) => {
                 Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
             }
-            Person::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
-            Person::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Person::Decline | Person::Cancel => {
+                tokio::time::sleep(READING).await;
+                Ok(ElicitResult::new(match person {
+                    Person::Decline => ElicitationAction::Decline,
+                    _ => ElicitationAction::Cancel,
+                }))
+            }
+            Person::ClientDeclines => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Person::ClientCancels => Ok(ElicitResult::new(ElicitationAction::Cancel)),
             Person::Slow(delay, content) => {
                 tokio::time::sleep(delay).await;
                 Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))

@@ -445,7 +445,10 @@ async fn core_5_a_card_the_client_declines_at_once_is_said_to_be_the_clients() {
     // at once, without showing them to anyone (issue 39): the model must not be told that a
     // person refused.
     for era in ERAS {
-        for (person, how) in [(Person::Decline, "declined"), (Person::Cancel, "cancelled")] {
+        for (person, how) in [
+            (Person::ClientDeclines, "declined"),
+            (Person::ClientCancels, "cancelled"),
+        ] {
             let dir = workspace();
             let client = Client::answering(vec![person]).in_era(era);
             let server = Server::start(dir.path(), &[], client).await;
@@ -461,6 +464,41 @@ async fn core_5_a_card_the_client_declines_at_once_is_said_to_be_the_clients() {
                 said.contains("start the server with `--approval allow`"),
                 "{said}"
             );
+            assert!(!said.contains("the person"), "{said}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn ask_3_a_card_the_client_answers_at_once_is_not_said_to_be_a_persons() {
+    // `codex exec` declines and `claude -p` dismisses every card themselves (issue 39): the
+    // model keeps ASK-3's instruction, is told no person saw the card, and not to ask again.
+    for era in ERAS {
+        let people = vec![Person::ClientDeclines, Person::ClientCancels];
+        let dir = workspace();
+        let server = Server::start(dir.path(), &[], Client::answering(people).in_era(era)).await;
+        let declined = server
+            .call("ask_user", serde_json::from_str(QUESTION).unwrap())
+            .await;
+        assert!(!is_error(&declined));
+        let said = text(&declined);
+        assert!(said.starts_with("The client declined card 1 "), "{said}");
+        let notes = declined.structured_content.clone().unwrap()["notes"].clone();
+        assert_eq!(notes, json!([said]), "{era:?}");
+        let dismissed = server
+            .call("ask_user", serde_json::from_str(QUESTION).unwrap())
+            .await;
+        assert!(is_error(&dismissed));
+        let said = text(&dismissed);
+        assert!(said.starts_with("the client dismissed card 2 "), "{said}");
+        for said in [text(&declined), said] {
+            for needle in [
+                "without showing it to a person",
+                "do not ask this question again",
+                "do not call ask_user again in this run",
+            ] {
+                assert!(said.contains(needle), "{needle}: {said}");
+            }
             assert!(!said.contains("the person"), "{said}");
         }
     }
