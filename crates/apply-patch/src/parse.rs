@@ -222,8 +222,8 @@ impl<'a> Parser<'a> {
                 text: minus.to_owned(),
             });
         };
-        let old = side_path(minus.get(4..).unwrap_or_default(), "a/", at)?;
-        let new = side_path(plus.get(4..).unwrap_or_default(), "b/", at + 1)?;
+        let old = side_path(minus.get(4..).unwrap_or_default(), at)?;
+        let new = side_path(plus.get(4..).unwrap_or_default(), at + 1)?;
         if old.is_none() && new.is_none() {
             return Err(ParseError::BothDevNull { line: at + 1 });
         }
@@ -497,7 +497,7 @@ fn parse_hunk_header(line: &str) -> Option<(usize, usize, usize, usize)> {
 
 /// The path on a `---` or `+++` line (after the marker): unquoted, without a `diff -u` timestamp
 /// or git's trailing tab, and without `prefix`; None for /dev/null.
-fn side_path(text: &str, prefix: &str, at: usize) -> Result<Option<String>, ParseError> {
+fn side_path(text: &str, at: usize) -> Result<Option<String>, ParseError> {
     let path = match text.strip_prefix('"').and(unquote(text)) {
         Some((path, _)) => path,
         None => text
@@ -512,7 +512,7 @@ fn side_path(text: &str, prefix: &str, at: usize) -> Result<Option<String>, Pars
     if path == "/dev/null" {
         return Ok(None);
     }
-    Ok(Some(strip_prefix(path, prefix)))
+    Ok(Some(strip_side(path)))
 }
 
 /// The path of a `rename from` / `copy to` line, which git writes without an `a/` or `b/` prefix.
@@ -523,11 +523,18 @@ fn header_path(text: &str) -> String {
     }
 }
 
-fn strip_prefix(path: String, prefix: &str) -> String {
-    match path.strip_prefix(prefix) {
+/// A path without git's side prefix. Either side may carry either prefix: `git diff -R`
+/// swaps them (`--- b/f`, `+++ a/f`), and `git apply` takes that as it takes the usual order.
+fn strip_side(path: String) -> String {
+    match side_name(&path) {
         Some(rest) => rest.to_owned(),
         None => path,
     }
+}
+
+/// The name after an `a/` or `b/` prefix, if the path has one.
+fn side_name(path: &str) -> Option<&str> {
+    path.strip_prefix("a/").or_else(|| path.strip_prefix("b/"))
 }
 
 /// The two paths of a `diff --git` line (after `diff --git `), prefixes stripped.
@@ -550,7 +557,7 @@ fn parse_git_names(text: &str) -> Option<(String, String)> {
     } else {
         split_plain_names(text)?
     };
-    Some((strip_prefix(old, "a/"), strip_prefix(new, "b/")))
+    Some((strip_side(old), strip_side(new)))
 }
 
 /// Splits `a/NAME b/NAME` when neither name is quoted. Git writes the same name twice unless the
@@ -561,11 +568,14 @@ fn split_plain_names(text: &str) -> Option<(String, String)> {
     if text.len() % 2 == 1
         && text.as_bytes().get(middle) == Some(&b' ')
         && let (Some(old), Some(new)) = (text.get(..middle), text.get(middle + 1..))
-        && old.strip_prefix("a/").unwrap_or(old) == new.strip_prefix("b/").unwrap_or(new)
+        && side_name(old).unwrap_or(old) == side_name(new).unwrap_or(new)
     {
         return Some((old.to_owned(), new.to_owned()));
     }
-    let space = text.find(" b/").or_else(|| text.find(' '))?;
+    let space = text
+        .find(" b/")
+        .or_else(|| text.find(" a/"))
+        .or_else(|| text.find(' '))?;
     Some((
         text.get(..space)?.to_owned(),
         text.get(space + 1..)?.to_owned(),

@@ -304,6 +304,63 @@ deleted file mode 100644
         assert!(!fx.dir.path().join("old.txt").exists());
     }
 
+    /// Runs git in `dir`, failing the test when it fails; its standard output.
+    fn git(dir: &std::path::Path, args: &[&str]) -> String {
+        let output = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    #[tokio::test]
+    async fn what_git_apply_takes_from_git_diff_r_applies_the_same() {
+        // `git diff -R` swaps the sides' prefixes (`--- b/f`, `+++ a/f`); `git apply` takes
+        // that patch, so this tool does too, and both leave the same files (issue 40).
+        let fx = Fixture::new(FILES);
+        let root = fx.dir.path();
+        git(root, &["init", "-q"]);
+        git(root, &["add", "."]);
+        git(root, &["commit", "-qm", "before"]);
+        let before = git(root, &["rev-parse", "HEAD"]);
+        fx.call("apply_patch", json!({"patch": PATCH})).await;
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "after"]);
+        let reverse = git(root, &["diff", "-R", before.trim(), "HEAD"]);
+        assert!(
+            reverse.contains("--- b/src/a.rs\n+++ a/src/a.rs"),
+            "{reverse}"
+        );
+        // The oracle: git applies it to a copy of the tree, and this tool to the tree.
+        let copy = tempfile::tempdir().unwrap();
+        git(
+            root,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                &copy.path().join("t").display().to_string(),
+            ],
+        );
+        let oracle = copy.path().join("t");
+        std::fs::write(oracle.join("reverse.diff"), &reverse).unwrap();
+        git(&oracle, &["apply", "reverse.diff"]);
+        let result = fx.call("apply_patch", json!({"patch": reverse})).await;
+        assert!(!result.is_error, "{}", result.text);
+        for path in ["src/a.rs", "src/b.rs", "src/c.rs", "old.txt"] {
+            assert_eq!(
+                std::fs::read_to_string(root.join(path)).ok(),
+                std::fs::read_to_string(oracle.join(path)).ok(),
+                "{path}"
+            );
+        }
+        assert_eq!(fx.file("src/a.rs"), "fn a() {\n    1\n}\n");
+        assert!(!root.join("src/c.rs").exists());
+    }
+
     #[tokio::test]
     async fn a_hunk_that_does_not_apply_changes_no_file() {
         let fx = Fixture::new(FILES);
