@@ -337,6 +337,38 @@ mod tests {
     }
 
     #[test]
+    fn lsp_2_a_folder_with_only_a_package_json_inside_a_typescript_root_is_part_of_it() {
+        // An npm package whose subfolders hold a `package.json` each for its build: one
+        // root, so `diagnostics "*"` runs `tsc` once (issue 40: five times, every error
+        // listed five times).
+        let dir = tree(&[
+            "package.json",
+            "tsconfig.json",
+            "src/a.ts",
+            "ajax/package.json",
+            "ajax/b.ts",
+            "packages/web/tsconfig.json",
+            "packages/web/package.json",
+            "packages/web/c.ts",
+        ]);
+        let root = dir.path().canonicalize().unwrap();
+        let ts = spec("typescript-language-server");
+        assert_eq!(
+            root_for(&ts, &root, &root.join("ajax/b.ts")),
+            Some(root.clone())
+        );
+        // A folder with its own `tsconfig.json` is still a project of its own.
+        assert_eq!(
+            root_for(&ts, &root, &root.join("packages/web/c.ts")),
+            Some(root.join("packages/web"))
+        );
+        assert_eq!(
+            scan_roots(&ts, &root),
+            vec![root.clone(), root.join("packages/web")]
+        );
+    }
+
+    #[test]
     fn lsp_2_a_weakly_marked_folder_inside_a_root_is_part_of_it() {
         // `docs/requirements.txt` beside `docs/conf.py` is not a project: the files belong
         // to the root above, and a check of every root counts them once.
