@@ -101,7 +101,24 @@ impl<'a> Parser<'a> {
 
     fn git_section(&self, at: usize) -> Result<(FilePatch, usize), ParseError> {
         let first = self.line(at).unwrap_or_default();
-        let names = first.strip_prefix("diff --git ").and_then(parse_git_names);
+        let raw_names = first.strip_prefix("diff --git ").and_then(parse_git_names);
+        // Prefixes other than `a/` and `b/` (`git diff --src-prefix=x/ --dst-prefix=y/`) are
+        // read from the header, whose two names differ only in them, as `git apply` strips
+        // the first component of each path.
+        let custom = raw_names
+            .as_ref()
+            .and_then(|(old, new)| custom_prefixes(old, new));
+        let unprefix = |path: String| match &custom {
+            Some((old, new)) => match path
+                .strip_prefix(old.as_str())
+                .or_else(|| path.strip_prefix(new.as_str()))
+            {
+                Some(rest) => rest.to_owned(),
+                None => path,
+            },
+            None => strip_side(path),
+        };
+        let names = raw_names.map(|(old, new)| (unprefix(old), unprefix(new)));
         let mut headers = GitHeaders::default();
         let mut next = at + 1;
         while let Some(line) = self.line(next) {
@@ -135,6 +152,10 @@ impl<'a> Parser<'a> {
 
         let sides = if self.line(next).is_some_and(|line| line.starts_with("--- ")) {
             let sides = self.side_paths(next)?;
+            let sides = match &custom {
+                Some(_) => (sides.0.map(&unprefix), sides.1.map(&unprefix)),
+                None => sides,
+            };
             next += 2;
             Some(sides)
         } else {
@@ -557,7 +578,20 @@ fn parse_git_names(text: &str) -> Option<(String, String)> {
     } else {
         split_plain_names(text)?
     };
-    Some((strip_side(old), strip_side(new)))
+    Some((old, new))
+}
+
+/// The two prefixes of a `diff --git` header written with prefixes other than `a/` and `b/`:
+/// both names have a first component, those differ, and the rest is the same name. `None`
+/// for git's usual prefixes, for `--no-prefix` (`src/x src/x`), and for a rename.
+fn custom_prefixes(old: &str, new: &str) -> Option<(String, String)> {
+    if side_name(old).is_some() || side_name(new).is_some() {
+        return None;
+    }
+    let (old_first, old_rest) = old.split_once('/')?;
+    let (new_first, new_rest) = new.split_once('/')?;
+    (old_first != new_first && old_rest == new_rest && !old_rest.is_empty())
+        .then(|| (format!("{old_first}/"), format!("{new_first}/")))
 }
 
 /// Splits `a/NAME b/NAME` when neither name is quoted. Git writes the same name twice unless the
@@ -929,5 +963,20 @@ mod tests {
         let patch = "--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,3 @@\n title\n--- x\n+++ y\n end\n";
         let result = apply(patch, Some("title\n-- x\nend\n")).unwrap();
         assert_eq!(result.as_deref(), Some("title\n++ y\nend\n"));
+    }
+
+    #[test]
+    fn a_git_header_without_prefixes_keeps_its_first_folder() {
+        // `git diff --no-prefix`: the names are equal, so no first component is a prefix.
+        let patch =
+            "diff --git src/x.rs src/x.rs\n--- src/x.rs\n+++ src/x.rs\n@@ -1 +1 @@\n-a\n+b\n";
+        let parsed = parse_one(patch);
+        assert_eq!(parsed.old_path.as_deref(), Some("src/x.rs"));
+        assert_eq!(parsed.new_path.as_deref(), Some("src/x.rs"));
+        // Prefixes of the user's own differ and are followed by the same name.
+        let patch = "diff --git old/src/x.rs new/src/x.rs\n--- old/src/x.rs\n+++ new/src/x.rs\n@@ -1 +1 @@\n-a\n+b\n";
+        let parsed = parse_one(patch);
+        assert_eq!(parsed.old_path.as_deref(), Some("src/x.rs"));
+        assert_eq!(parsed.new_path.as_deref(), Some("src/x.rs"));
     }
 }

@@ -316,10 +316,9 @@ deleted file mode 100644
         String::from_utf8(output.stdout).unwrap()
     }
 
-    #[tokio::test]
-    async fn what_git_apply_takes_from_git_diff_r_applies_the_same() {
-        // `git diff -R` swaps the sides' prefixes (`--- b/f`, `+++ a/f`); `git apply` takes
-        // that patch, so this tool does too, and both leave the same files (issue 40).
+    /// Makes a patch with `git diff FLAGS` that undoes [`PATCH`], applies it with `git apply`
+    /// to a copy of the tree and with this tool to the tree, and checks both agree.
+    async fn undoes_like_git_apply(flags: &[&str]) {
         let fx = Fixture::new(FILES);
         let root = fx.dir.path();
         git(root, &["init", "-q"]);
@@ -329,11 +328,11 @@ deleted file mode 100644
         fx.call("apply_patch", json!({"patch": PATCH})).await;
         git(root, &["add", "-A"]);
         git(root, &["commit", "-qm", "after"]);
-        let reverse = git(root, &["diff", "-R", before.trim(), "HEAD"]);
-        assert!(
-            reverse.contains("--- b/src/a.rs\n+++ a/src/a.rs"),
-            "{reverse}"
-        );
+        let mut args = vec!["diff"];
+        args.extend(flags);
+        let range = [before.trim(), "HEAD"];
+        args.extend(range);
+        let undo = git(root, &args);
         // The oracle: git applies it to a copy of the tree, and this tool to the tree.
         let copy = tempfile::tempdir().unwrap();
         git(
@@ -346,19 +345,29 @@ deleted file mode 100644
             ],
         );
         let oracle = copy.path().join("t");
-        std::fs::write(oracle.join("reverse.diff"), &reverse).unwrap();
-        git(&oracle, &["apply", "reverse.diff"]);
-        let result = fx.call("apply_patch", json!({"patch": reverse})).await;
-        assert!(!result.is_error, "{}", result.text);
+        std::fs::write(oracle.join("undo.diff"), &undo).unwrap();
+        git(&oracle, &["apply", "undo.diff"]);
+        let result = fx.call("apply_patch", json!({"patch": undo})).await;
+        assert!(!result.is_error, "{flags:?}: {}\n{undo}", result.text);
         for path in ["src/a.rs", "src/b.rs", "src/c.rs", "old.txt"] {
             assert_eq!(
                 std::fs::read_to_string(root.join(path)).ok(),
                 std::fs::read_to_string(oracle.join(path)).ok(),
-                "{path}"
+                "{flags:?}: {path}"
             );
         }
         assert_eq!(fx.file("src/a.rs"), "fn a() {\n    1\n}\n");
         assert!(!root.join("src/c.rs").exists());
+    }
+
+    #[tokio::test]
+    async fn what_git_apply_takes_from_git_diff_r_applies_the_same() {
+        // `git diff -R` swaps the sides' prefixes (`--- b/f`, `+++ a/f`); `git apply` takes
+        // that patch, so this tool does too, and both leave the same files (issue 40).
+        undoes_like_git_apply(&["-R"]).await;
+        // And prefixes of the user's own (`--src-prefix`, `--dst-prefix`), which `git apply`
+        // strips as the first component of each path.
+        undoes_like_git_apply(&["-R", "--src-prefix=old/", "--dst-prefix=new/"]).await;
     }
 
     #[tokio::test]
