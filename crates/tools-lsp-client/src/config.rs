@@ -78,6 +78,11 @@ pub enum CheckerFormat {
     Tsc,
     /// `dart analyze --format=machine`: `SEVERITY|TYPE|CODE|FILE|LINE|COL|LENGTH|MESSAGE`.
     DartMachine,
-    /// Compiler-style lines, `file:line[:col]: message`, as `go vet` and most linters print.
+    /// Compiler-style lines, `file:line[:col]: message`, as most linters print; a line
+    /// without an `error:`/`warning:`/`note:` label is an error.
     Lines,
+    /// `go vet`'s lines: its analyzers' findings (`./x.go:6:2: fmt.Printf format %d has arg
+    /// …`) are warnings, as gopls reports the same analyzers; what failed to type-check
+    /// (`vet: ./x.go:3:23: undeclared name: …`) is an error.
+    GoVet,
 }

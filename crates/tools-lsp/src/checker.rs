@@ -269,7 +269,24 @@ pub(crate) fn parse(
             .chain(stderr.lines())
             .filter_map(|line| parse_compiler_line(line, root))
             .collect(),
+        CheckerFormat::GoVet => stdout
+            .lines()
+            .chain(stderr.lines())
+            .filter_map(|line| parse_vet_line(line, root))
+            .collect(),
     }
+}
+
+/// One line of `go vet`: a type-check failure (`vet: FILE:…`) is an error, an analyzer's
+/// finding a warning, so that the project check and gopls's publishes (which carry the same
+/// analyzers as warnings) agree on what counts as an error (issue 40).
+fn parse_vet_line(line: &str, root: &Path) -> Option<Finding> {
+    let type_error = line.trim_start().starts_with("vet: ");
+    let mut finding = parse_compiler_line(line, root)?;
+    if !type_error && finding.severity == "error" {
+        finding.severity = severity("warning");
+    }
+    Some(finding)
 }
 
 fn severity(text: &str) -> String {
@@ -600,5 +617,59 @@ mod tests {
             findings[0].message,
             "fmt.Printf format %d has arg x of wrong type"
         );
+    }
+
+    #[test]
+    fn lsp_5_go_vet_findings_are_warnings_and_what_does_not_type_check_is_an_error() {
+        // Read from the real `go vet` (issue 40): gopls publishes the same analyzers'
+        // findings as warnings, so the project check must not call them errors.
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("go.mod", "module example.com/v\n\ngo 1.19\n"),
+            (
+                "main.go",
+                "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Printf(\"%d\\n\", \"x\")\n}\n",
+            ),
+        ];
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let vet = |dir: &Path| {
+            let output = std::process::Command::new("go")
+                .args(["vet", "./..."])
+                .current_dir(dir)
+                .env("GOFLAGS", "-mod=mod")
+                .output();
+            let Ok(output) = output else {
+                return None;
+            };
+            let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+            Some(parse(
+                CheckerFormat::GoVet,
+                &text(output.stdout),
+                &text(output.stderr),
+                dir,
+            ))
+        };
+        let Some(findings) = vet(dir.path()) else {
+            eprintln!("skipped: go is not installed");
+            return;
+        };
+        let severities: Vec<(&str, Option<u32>)> = findings
+            .iter()
+            .map(|f| (f.severity.as_str(), f.line))
+            .collect();
+        assert_eq!(severities, [("warning", Some(6))], "{findings:?}");
+        std::fs::write(
+            dir.path().join("bad.go"),
+            "package main\n\nfunc g() int { return undefinedThing }\n",
+        )
+        .unwrap();
+        let findings = vet(dir.path()).unwrap();
+        let severities: Vec<(&str, Option<u32>)> = findings
+            .iter()
+            .map(|f| (f.severity.as_str(), f.line))
+            .collect();
+        assert_eq!(severities, [("error", Some(3))], "{findings:?}");
     }
 }
