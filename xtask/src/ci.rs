@@ -457,20 +457,10 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
         || !node_bin.join("tsc").is_file()
         || !sdk_pinned
     {
-        step(
-            "npm",
-            &[
-                "install",
-                "--silent",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                ".tools/node",
-                TYPESCRIPT_LANGUAGE_SERVER,
-                TYPESCRIPT,
-                MCP_TYPESCRIPT_SDK,
-            ],
+        npm_install(
             root,
+            ".tools/node",
+            &[TYPESCRIPT_LANGUAGE_SERVER, TYPESCRIPT, MCP_TYPESCRIPT_SDK],
         )?;
     }
     // Each in a folder of its own: the Inspector brings the SDK's next major version, and
@@ -485,18 +475,10 @@ fn install_language_servers(root: &Path) -> anyhow::Result<()> {
         let pinned = std::fs::read_to_string(&manifest)
             .is_ok_and(|text| text.contains(&format!("\"version\": \"{version}\"")));
         if !pinned {
-            step(
-                "npm",
-                &[
-                    "install",
-                    "--silent",
-                    "--no-audit",
-                    "--no-fund",
-                    "--prefix",
-                    &format!(".tools/{folder}"),
-                    &format!("{package}@{version}"),
-                ],
+            npm_install(
                 root,
+                &format!(".tools/{folder}"),
+                &[&format!("{package}@{version}")],
             )?;
         }
     }
@@ -528,6 +510,20 @@ fn prepend_path(dir: &Path) -> std::ffi::OsString {
         &std::env::var_os("PATH").unwrap_or_default(),
     ));
     std::env::join_paths(paths).unwrap_or_default()
+}
+
+/// `npm install` of `packages` into the folder `prefix` (relative to `root`), quietly.
+fn npm_install(root: &Path, prefix: &str, packages: &[&str]) -> anyhow::Result<()> {
+    let mut args = vec![
+        "install",
+        "--silent",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        prefix,
+    ];
+    args.extend_from_slice(packages);
+    step("npm", &args, root)
 }
 
 pub(crate) fn step(program: &str, args: &[&str], root: &Path) -> anyhow::Result<()> {

@@ -6,7 +6,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tools_core::{
     Answer, CallContext, Card, CardKind, CardOption, Questions, Tier, Tool, ToolError, ToolOutput,
-    UNSEEN_WITHIN,
 };
 
 /// Ask the person running this session and wait for the answer. Only when the work cannot
@@ -108,7 +107,7 @@ impl Tool for AskUser {
         // (headless agent CLIs answer cards themselves): the model is not told a person
         // refused, and is told that asking again gets the same.
         let took = asked.elapsed();
-        if took < UNSEEN_WITHIN && matches!(answer, Answer::Declined | Answer::Cancelled) {
+        if answer.unseen(took) {
             let how = match answer {
                 Answer::Declined => "declined",
                 _ => "dismissed",

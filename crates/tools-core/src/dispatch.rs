@@ -80,12 +80,6 @@ pub struct DispatcherOptions {
 /// How a `serve` operator allows write and exec calls.
 pub const ALLOW_WITH_FLAG: &str = "start the server with `--approval allow`";
 
-/// How soon a card's answer without content comes for it to count as a client's own, not a
-/// person's: nobody reads a permission card and dismisses it this fast. Headless agent CLIs
-/// do (issue 39: `claude -p` cancels a card after about 0.1 s, `codex exec` declines it at
-/// once) without showing it to anyone.
-pub const UNSEEN_WITHIN: Duration = Duration::from_millis(300);
-
 impl Default for DispatcherOptions {
     fn default() -> Self {
         DispatcherOptions {
@@ -639,13 +633,11 @@ impl Inner {
                     return Ok(());
                 }
                 let took = asked.elapsed();
-                if took < UNSEEN_WITHIN
-                    && let Some(how) = match answer {
-                        Answer::Skipped | Answer::Declined => Some("declined"),
-                        Answer::Cancelled => Some("cancelled"),
-                        _ => None,
-                    }
-                {
+                if answer.unseen(took) {
+                    let how = match answer {
+                        Answer::Cancelled => "cancelled",
+                        _ => "declined",
+                    };
                     return Err(denied(format!(
                         "the client {how} permission card {number} {} ms after it was sent, \
                          without showing it to a person (nobody answers that fast); do not \

@@ -24,12 +24,14 @@ pub use crate::{
     context::{CallContext, Origin, Progress, ProgressSink, report_progress},
     dispatch::{
         ALLOW_WITH_FLAG, Bridge, CallOptions, Dispatcher, DispatcherOptions, MAX_BRIDGE_DEPTH,
-        Next, ShutdownSummary, ToolCall, UNSEEN_WITHIN, Wrapper,
+        Next, ShutdownSummary, ToolCall, Wrapper,
     },
     error::{ArgumentError, Error, Result, ToolError},
     family::{BindError, Binding, Family, NoConfig},
     place::{Line, Place},
-    question::{Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions},
+    question::{
+        Answer, Card, CardKind, CardOption, NoHuman, QuestionPort, Questions, UNSEEN_WITHIN,
+    },
     registry::{
         FamilyTools, Registry, RegistryBuilder, Run, Shutdown, ToolSpec, default_state_dir,
         state_folder_name,

@@ -77,7 +77,19 @@ pub enum Answer {
     NoHuman(String),
 }
 
+/// How soon a card's answer without content comes for it to count as a client's own, not a
+/// person's: nobody reads a permission card and dismisses it this fast. Headless agent CLIs
+/// do (issue 39: `claude -p` cancels a card after about 0.1 s, `codex exec` declines it at
+/// once) without showing it to anyone.
+pub const UNSEEN_WITHIN: Duration = Duration::from_millis(300);
+
 impl Answer {
+    /// Whether a client, not a person, gave this answer: the card declined or dismissed,
+    /// with no content, sooner than anyone reads it ([`UNSEEN_WITHIN`]) after it was sent.
+    pub fn unseen(&self, took: Duration) -> bool {
+        took < UNSEEN_WITHIN && matches!(self, Answer::Declined | Answer::Cancelled)
+    }
+
     /// Whether this answer grants a permission card: only an explicit "allow" does.
     pub fn allows(&self) -> bool {
         matches!(self, Answer::Answered { selected, .. } if selected.iter().any(|s| s == "allow"))

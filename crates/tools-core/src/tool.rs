@@ -378,6 +378,8 @@ impl<T: Tool> AnyTool for T {
         arguments: Value,
         workspace: &Workspace,
     ) -> Result<PreparedCall, ArgumentError> {
+        let input_schema = input_schema::<T::Input>(T::NAME);
+        let schema = &input_schema.schema;
         // A missing arguments object is an empty one: tools whose fields are all optional
         // can then be called bare, and the others say which field is missing.
         let arguments = match arguments {
@@ -396,13 +398,11 @@ impl<T: Tool> AnyTool for T {
                     tool: T::NAME.to_owned(),
                     field: String::new(),
                     problem: format!("the arguments are {kind}, not an object of named fields"),
-                    expected: schema_signature(&input_schema::<T::Input>(T::NAME).schema),
+                    expected: schema_signature(schema),
                 });
             }
         };
         let mut arguments = arguments;
-        let input_schema = input_schema::<T::Input>(T::NAME);
-        let schema = &input_schema.schema;
         let ignored = drop_injected(&mut arguments, schema);
         // Building the output schema costs; only a call that carried such a field needs it.
         let structured_note =
