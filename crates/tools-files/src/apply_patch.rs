@@ -361,7 +361,7 @@ deleted file mode 100644
     }
 
     #[tokio::test]
-    async fn what_git_apply_takes_from_git_diff_r_applies_the_same() {
+    async fn prod_4_what_git_apply_takes_from_git_diff_r_applies_the_same() {
         // `git diff -R` swaps the sides' prefixes (`--- b/f`, `+++ a/f`); `git apply` takes
         // that patch, so this tool does too, and both leave the same files (issue 40).
         undoes_like_git_apply(&["-R"]).await;

@@ -475,7 +475,7 @@ fn every_tool_project() -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 #[tokio::test]
-async fn no_tool_sends_progress_after_its_response() {
+async fn prod_2_no_tool_sends_progress_after_its_response() {
     // MCP allows no progress notification for a request once it has been answered (issue 39
     // item 7): every tool is called with a progress token, over the wire, and each of its
     // notifications must come before its answer, including those sent while it waited for a
